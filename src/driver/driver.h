@@ -1,0 +1,65 @@
+/* The one door to the CUDA driver.
+ *
+ * libcuda is never linked. On first use, cudaev__driver_load() dlopen()s
+ * "libcuda.so.1", asks it for cuGetProcAddress and then fills one table,
+ * cudaev__drv, with every entry point the toolkit's cudaTypedefs.h declares,
+ * each asked for at the explicit CUDA version of its newest typedef (and the
+ * per-thread-default-stream variants, members named *_ptds / *_ptsz, with
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM).
+ *
+ * An entry point the installed driver lacks points at a function that
+ * returns CUDA_ERROR_NOT_SUPPORTED, so no caller ever jumps through NULL.
+ *
+ * The table is also the seam for CPU tests and fault injection:
+ * cudaev__driver_install() replaces the whole table (no dlopen happens), and
+ * a test may overwrite single members after loading.
+ *
+ * Thread: every function here may be called from any thread.
+ */
+#ifndef CUDAEV_DRIVER_H
+#define CUDAEV_DRIVER_H
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cudaProfilerTypedefs.h>
+
+#include "driver_table.h" /* generated: CUDAEV_DRIVER_TABLE(X) */
+
+struct cudaev_driver {
+#define CUDAEV__DRV_MEMBER(member, base, ver, suffix, ptds) PFN_##base##_v##ver##suffix member;
+  CUDAEV_DRIVER_TABLE(CUDAEV__DRV_MEMBER)
+#undef CUDAEV__DRV_MEMBER
+};
+
+/* The table. Valid once cudaev__driver_load() returned CUDA_SUCCESS. */
+extern struct cudaev_driver cudaev__drv;
+
+/* Why the driver could not be used, as the runtime reports it. */
+enum cudaev_driver_status {
+  CUDAEV_DRIVER_OK = 0,
+  CUDAEV_DRIVER_NOT_FOUND,    /* no libcuda.so.1, or no cuGetProcAddress in it */
+  CUDAEV_DRIVER_TOO_OLD,      /* cuDriverGetVersion < the toolkit's CUDA_VERSION */
+  CUDAEV_DRIVER_INIT_FAILED,  /* the driver refused to start: cudaev__driver_error() */
+};
+
+/* Loads libcuda and fills the table once; later calls return the first
+ * outcome. Does not call cuInit. */
+enum cudaev_driver_status cudaev__driver_load(void);
+
+/* With CUDAEV_DRIVER_INIT_FAILED, the driver's CUresult (e.g. the stub
+ * library's CUDA_ERROR_STUB_LIBRARY). */
+CUresult cudaev__driver_error(void);
+
+/* cuDriverGetVersion of the loaded driver, 0 when none loaded. */
+int cudaev__driver_version(void);
+
+/* The dlopen() handle of libcuda (NULL if not loaded). */
+void *cudaev__driver_handle(void);
+
+/* Replaces the table with *fake and marks the driver loaded, skipping
+ * dlopen: for tests that stand in for libcuda. Members left NULL in *fake
+ * are pointed at the not-supported function. Call before any other
+ * cudaev__driver_* or cuda* call. */
+void cudaev__driver_install(const struct cudaev_driver *fake, int version);
+
+#endif

@@ -1,0 +1,146 @@
+/* Internal contracts of the runtime layer (src/).
+ *
+ * Every source file in src/ includes this header first. It declares the cudart API with
+ * default visibility (the build uses -fvisibility=hidden, so anything not
+ * declared here stays inside the library), the per-thread state, the
+ * last-error rules and the lazy initialisation/context helpers.
+ *
+* Names: cudaXxx are NVIDIA's exported functions, cudaev__xxx our internal
+ * non-static helpers.
+ */
+#ifndef CUDAEV_INTERNAL_H
+#define CUDAEV_INTERNAL_H
+
+/* The driver header first, outside the visibility push: the runtime never
+ * defines cu* functions. */
+#include "driver/driver.h"
+
+#pragma GCC visibility push(default)
+#include <cuda_runtime_api.h>
+#include <cuda_profiler_api.h>
+#pragma GCC visibility pop
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CUDAEV_EXPORT __attribute__((visibility("default")))
+#define CUDAEV_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CUDAEV_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Declares NAME##SUFFIX, an export with the same prototype as NAME: the
+ * per-thread-default-stream variants (_ptsz, _ptds) that cuda_runtime_api.h
+ * only declares when a program is compiled with per-thread default stream. */
+#define CUDAEV_DECLARE_VARIANT(name, suffix) CUDAEV_EXPORT __typeof__(name) name##suffix
+
+/* ---- per-thread state ---------------------------------------------------- */
+
+struct cudaev_thread {
+  cudaError_t last_error; /* what cudaGetLastError returns and clears */
+  int device;             /* cudaSetDevice's choice; -1 = never set (acts as 0) */
+};
+
+extern _Thread_local struct cudaev_thread cudaev__thread;
+
+/* Records e as the thread's last error when it is not cudaSuccess, and
+ * returns e: every cudaXxx function leaves through this. */
+static inline cudaError_t cudaev__ret(cudaError_t e) {
+  if (CUDAEV_UNLIKELY(e != cudaSuccess)) cudaev__thread.last_error = e;
+  return e;
+}
+
+/* The one CUresult -> cudaError_t mapping (src/error.c). */
+cudaError_t cudaev__error_from_cu(CUresult r);
+
+/* Maps a driver result and records it as the last error. */
+static inline cudaError_t cudaev__ret_cu(CUresult r) {
+  return CUDAEV_LIKELY(r == CUDA_SUCCESS) ? cudaSuccess : cudaev__ret(cudaev__error_from_cu(r));
+}
+
+/* True for errors that leave the context unusable (sticky errors). */
+bool cudaev__error_is_sticky(cudaError_t e);
+
+/* ---- initialisation ------------------------------------------------------ */
+
+/* The state of the process-wide runtime: driver loaded, cuInit done, device
+ * count known. */
+struct cudaev_device {
+  CUdevice dev;
+  _Atomic(CUcontext) primary; /* retained primary context, NULL until used */
+  unsigned flags;             /* cudaSetDeviceFlags value recorded while inactive */
+  int flags_set;
+};
+
+struct cudaev_runtime {
+  atomic_int ready;        /* 1 once init ran (successfully or not) */
+  cudaError_t init_error;  /* cudaSuccess, or why the runtime cannot run */
+  int device_count;
+  struct cudaev_device *devices;
+};
+
+extern struct cudaev_runtime cudaev__rt;
+
+cudaError_t cudaev__init_slow(void);
+
+/* Loads the driver and runs cuInit once. Returns the initialisation error,
+ * which NVIDIA's runtime keeps returning for the life of the process
+ * (cudaErrorInsufficientDriver, cudaErrorStubLibrary, cudaErrorNoDevice...).
+ * Does not record the last error. */
+static inline cudaError_t cudaev__init(void) {
+  if (CUDAEV_LIKELY(atomic_load_explicit(&cudaev__rt.ready, memory_order_acquire)))
+    return cudaev__rt.init_error;
+  return cudaev__init_slow();
+}
+
+/* The device cudart considers current on this thread: the device of the
+ * current driver context if one is current, else cudaSetDevice's choice,
+ * else 0. Requires cudaev__init() == cudaSuccess. */
+int cudaev__current_device(void);
+
+/* Makes sure a context is current on the calling thread, as the runtime's
+ * "Interactions with the CUDA Driver API" section says: a context already
+ * current (primary or not) is used as it is; otherwise the primary context
+ * of the thread's device is retained (once per process) and made current.
+ * Returns cudaSuccess or the error to report (not recorded). */
+cudaError_t cudaev__ctx_slow(void);
+static inline cudaError_t cudaev__ctx(void) {
+  cudaError_t e = cudaev__init();
+  if (CUDAEV_UNLIKELY(e != cudaSuccess)) return e;
+  CUcontext c = NULL;
+  if (CUDAEV_LIKELY(cudaev__drv.cuCtxGetCurrent(&c) == CUDA_SUCCESS && c != NULL))
+    return cudaSuccess;
+  return cudaev__ctx_slow();
+}
+
+/* Retains device d's primary context (once per process) and returns it. */
+cudaError_t cudaev__primary_ctx(int d, CUcontext *out);
+
+/* Leave the calling cudaXxx function with the error (recorded) when the
+ * runtime cannot initialise / no context can be made current. */
+#define CUDAEV_INIT_OR_RETURN()                        \
+  do {                                                 \
+    cudaError_t init_e_ = cudaev__init();              \
+    if (CUDAEV_UNLIKELY(init_e_ != cudaSuccess))       \
+      return cudaev__ret(init_e_);                     \
+  } while (0)
+#define CUDAEV_CTX_OR_RETURN()                         \
+  do {                                                 \
+    cudaError_t ctx_e_ = cudaev__ctx();                \
+    if (CUDAEV_UNLIKELY(ctx_e_ != cudaSuccess))        \
+      return cudaev__ret(ctx_e_);                      \
+  } while (0)
+
+/* Valid ordinal check against the initialised device count. */
+static inline bool cudaev__device_valid(int d) {
+  return d >= 0 && d < cudaev__rt.device_count;
+}
+
+/* Returns a stream handle as the driver expects it: cudaStreamLegacy and
+ * cudaStreamPerThread are the driver's CU_STREAM_LEGACY / CU_STREAM_PER_THREAD
+ * already; 0 stays 0 (the legacy default stream) unless per_thread. */
+static inline CUstream cudaev__stream(cudaStream_t s, bool per_thread) {
+  if (s == NULL && per_thread) return CU_STREAM_PER_THREAD;
+  return (CUstream)s;
+}
+
+#endif

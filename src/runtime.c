@@ -1,0 +1,95 @@
+/* Process-wide runtime state: lazy initialisation, per-thread state and the
+ * primary-context rules of the runtime reference's "Interactions with the
+ * CUDA Driver API" section. */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+_Thread_local struct cudaev_thread cudaev__thread = {.last_error = cudaSuccess, .device = -1};
+
+struct cudaev_runtime cudaev__rt;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static cudaError_t init_error(void) {
+  switch (cudaev__driver_load()) {
+  case CUDAEV_DRIVER_OK: break;
+  case CUDAEV_DRIVER_NOT_FOUND:
+  case CUDAEV_DRIVER_TOO_OLD: return cudaErrorInsufficientDriver;
+  case CUDAEV_DRIVER_INIT_FAILED: return cudaev__error_from_cu(cudaev__driver_error());
+  }
+  CUresult r = cudaev__drv.cuInit(0);
+  if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
+  int n = 0;
+  r = cudaev__drv.cuDeviceGetCount(&n);
+  if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
+  if (n <= 0) return cudaErrorNoDevice;
+  struct cudaev_device *devs = calloc((size_t)n, sizeof *devs);
+  if (devs == NULL) return cudaErrorMemoryAllocation;
+  for (int i = 0; i < n; i++) {
+    r = cudaev__drv.cuDeviceGet(&devs[i].dev, i);
+    if (r != CUDA_SUCCESS) {
+      free(devs);
+      return cudaev__error_from_cu(r);
+    }
+  }
+  cudaev__rt.devices = devs;
+  cudaev__rt.device_count = n;
+  return cudaSuccess;
+}
+
+static void init(void) {
+  cudaev__rt.init_error = init_error();
+  atomic_store_explicit(&cudaev__rt.ready, 1, memory_order_release);
+}
+
+cudaError_t cudaev__init_slow(void) {
+  pthread_once(&init_once, init);
+  return cudaev__rt.init_error;
+}
+
+cudaError_t cudaev__primary_ctx(int d, CUcontext *out) {
+  struct cudaev_device *dev = &cudaev__rt.devices[d];
+  CUcontext c = atomic_load_explicit(&dev->primary, memory_order_acquire);
+  if (c != NULL) {
+    *out = c;
+    return cudaSuccess;
+  }
+  /* No lock across the driver call: retain, then publish; a thread that
+   * loses the race gives its extra reference back. */
+  CUresult r = cudaev__drv.cuDevicePrimaryCtxRetain(&c, dev->dev);
+  if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
+  CUcontext expected = NULL;
+  if (!atomic_compare_exchange_strong(&dev->primary, &expected, c)) {
+    cudaev__drv.cuDevicePrimaryCtxRelease(dev->dev);
+    c = expected;
+  }
+  *out = c;
+  return cudaSuccess;
+}
+
+int cudaev__current_device(void) {
+  CUcontext c = NULL;
+  CUdevice d;
+  if (cudaev__drv.cuCtxGetCurrent(&c) == CUDA_SUCCESS && c != NULL &&
+      cudaev__drv.cuCtxGetDevice(&d, NULL) == CUDA_SUCCESS) {
+    for (int i = 0; i < cudaev__rt.device_count; i++)
+      if (cudaev__rt.devices[i].dev == d) return i;
+  }
+  int t = cudaev__thread.device;
+  return t < 0 ? 0 : t;
+}
+
+cudaError_t cudaev__ctx_slow(void) {
+  int d = cudaev__thread.device < 0 ? 0 : cudaev__thread.device;
+  CUcontext c;
+  cudaError_t e = cudaev__primary_ctx(d, &c);
+  if (e != cudaSuccess) return e;
+  return cudaev__error_from_cu(cudaev__drv.cuCtxSetCurrent(c));
+}
+
+/* Called by the generated stubs of exports not implemented yet
+ * (tools/gen_stubs.py). */
+int cudaev__not_implemented(void);
+int cudaev__not_implemented(void) { return cudaev__ret(cudaErrorNotSupported); }
