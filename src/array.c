@@ -1,0 +1,2 @@
+/* array: see the runtime reference section of the same name. */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* event: see the runtime reference section of the same name. */
+#include "internal.h"

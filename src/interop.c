@@ -1,0 +1,2 @@
+/* interop: see the runtime reference section of the same name. */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* memory: see the runtime reference section of the same name. */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* mempool: see the runtime reference section of the same name. */
+#include "internal.h"

@@ -1,0 +1,69 @@
+/* Shared by the gpu-suite programs (C and CUDA C++).
+ *
+ * A gpu-suite program prints a transcript on stdout: every call it makes,
+ * the cudaError_t it returned (by name), what is left in the last error,
+ * and the outputs that must agree. tests/gpu/compare.sh runs the same
+ * binary on NVIDIA's libcudart.so.13 and on ours and requires identical
+ * transcripts and exit codes. Print nothing that may legitimately differ
+ * between runs (pointers, timings, addresses).
+ *
+ * Including this header also reports, from a constructor, which
+ * libcudart.so.13 the process mapped ("[cudart] /path" on stderr), so the
+ * runner can prove the run used the library it meant.
+ */
+#ifndef CUDAEV_TESTS_GPU_COMMON_H
+#define CUDAEV_TESTS_GPU_COMMON_H
+
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void cudaev_test_report_cudart(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[4096];
+  if (f == NULL) return;
+  while (fgets(line, sizeof line, f)) {
+    char *p = strstr(line, "libcudart.so");
+    if (p != NULL) {
+      char *path = strchr(line, '/');
+      if (path != NULL) {
+        fprintf(stderr, "[cudart] %s", path);
+        break;
+      }
+    }
+  }
+  fclose(f);
+}
+
+__attribute__((constructor)) static void cudaev_test_report_cudart_ctor(void) {
+  cudaev_test_report_cudart();
+}
+
+/* T(expr): run a cudart call, print its line of the transcript. */
+#define T(expr)                                                                       \
+  do {                                                                                \
+    cudaError_t t_e_ = (expr);                                                        \
+    cudaError_t t_l_ = cudaPeekAtLastError();                                         \
+    printf("%-60.60s -> %s (last %s)\n", #expr, cudaGetErrorName(t_e_), cudaGetErrorName(t_l_)); \
+  } while (0)
+
+/* Same, and clears the last error after printing. */
+#define TC(expr)                                                                      \
+  do {                                                                                \
+    cudaError_t t_e_ = (expr);                                                        \
+    cudaError_t t_l_ = cudaGetLastError();                                            \
+    printf("%-60.60s -> %s (last %s)\n", #expr, cudaGetErrorName(t_e_), cudaGetErrorName(t_l_)); \
+  } while (0)
+
+/* CHECK(expr): must succeed, or the program stops with exit code 2. */
+#define CHECK(expr)                                                                   \
+  do {                                                                                \
+    cudaError_t c_e_ = (expr);                                                        \
+    if (c_e_ != cudaSuccess) {                                                        \
+      printf("FAILED %s -> %s at %s:%d\n", #expr, cudaGetErrorName(c_e_), __FILE__, __LINE__); \
+      exit(2);                                                                        \
+    }                                                                                 \
+  } while (0)
+
+#endif
