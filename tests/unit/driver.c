@@ -1,0 +1,135 @@
+/* The driver loader and the context rules, on CPU: without a driver, with
+ * the toolkit's stub libcuda, and with a fake driver table. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fake_driver.h"
+
+static bool have_real_driver(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (h == NULL) h = dlopen("libcuda.so.1", RTLD_NOW);
+  if (h == NULL) return false;
+  /* The toolkit's stub has this SONAME too; it is not a driver. */
+  void *fn = dlsym(h, "cuInit");
+  bool real = fn != NULL && ((CUresult(*)(unsigned))fn)(0) != CUDA_ERROR_STUB_LIBRARY;
+  return real;
+}
+
+Test(driver, no_libcuda_is_insufficient_driver) {
+  if (have_real_driver()) cr_skip_test("a CUDA driver is installed here");
+  void *stub = dlopen("libcuda.so.1", RTLD_NOW);
+  if (stub != NULL) cr_skip_test("a libcuda.so.1 is on the search path");
+  cr_expect_eq(cudaev__driver_load(), CUDAEV_DRIVER_NOT_FOUND);
+  int n = -1, v = -1;
+  cr_expect_eq(cudaGetDeviceCount(&n), cudaErrorInsufficientDriver);
+  cr_expect_eq(n, -1);
+  cr_expect_eq(cudaDriverGetVersion(&v), cudaSuccess);
+  cr_expect_eq(v, 0);
+  cr_expect_eq(cudaSetDevice(0), cudaErrorInsufficientDriver);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInsufficientDriver);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInsufficientDriver);
+}
+
+Test(driver, stub_library_is_reported) {
+  const char *tk = getenv("CUDAEV_TOOLKIT");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/lib64/stubs/libcuda.so", tk ? tk : "/usr/local/cuda");
+  if (have_real_driver()) cr_skip_test("a CUDA driver is installed here");
+  /* Loaded first by path: the runtime's dlopen("libcuda.so.1") then finds
+   * it by its SONAME, as if the stub were on the search path. */
+  void *stub = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  cr_assert_not_null(stub, "%s: %s", path, dlerror());
+  int n = -1;
+  cr_expect_eq(cudaGetDeviceCount(&n), cudaErrorStubLibrary);
+  cr_expect_eq(cudaev__driver_load(), CUDAEV_DRIVER_INIT_FAILED);
+  cr_expect_eq(cudaev__driver_error(), CUDA_ERROR_STUB_LIBRARY);
+  cr_expect_eq(cudaGetLastError(), cudaErrorStubLibrary);
+  int v = -1;
+  cr_expect_eq(cudaDriverGetVersion(&v), cudaSuccess);
+  cr_expect_eq(v, 0);
+}
+
+static struct cudaev_driver fake;
+
+Test(driver, missing_entry_points_return_not_supported) {
+  fake_driver_base(&fake);
+  cudaev__driver_install(&fake, 13000);
+  cr_assert_eq(cudaev__driver_load(), CUDAEV_DRIVER_OK);
+  cr_assert_not_null(cudaev__drv.cuMemAlloc);
+  CUdeviceptr p;
+  cr_expect_eq(cudaev__drv.cuMemAlloc(&p, 16), CUDA_ERROR_NOT_SUPPORTED);
+  cr_expect_eq(cudaev__driver_version(), 13000);
+}
+
+Test(driver, table_has_per_thread_variants) {
+  /* The _ptsz/_ptds members exist beside the legacy ones. */
+  cr_expect(offsetof(struct cudaev_driver, cuMemcpyAsync_ptsz) !=
+            offsetof(struct cudaev_driver, cuMemcpyAsync));
+  cr_expect(offsetof(struct cudaev_driver, cuMemcpy_ptds) != offsetof(struct cudaev_driver, cuMemcpy));
+}
+
+Test(context, lazy_init_retains_primary_once_and_makes_it_current) {
+  fake_driver_base(&fake);
+  cudaev__driver_install(&fake, 13000);
+  int n;
+  cr_assert_eq(cudaGetDeviceCount(&n), cudaSuccess);
+  cr_expect_eq(fake_retains, 0, "counting devices must not create a context");
+  cr_expect_null(fake_current);
+  cr_expect_eq(cudaev__ctx(), cudaSuccess);
+  cr_expect_eq(fake_retains, 1);
+  cr_expect_eq(fake_current, (CUcontext)(uintptr_t)0x1000);
+  fake_current = NULL;
+  cr_expect_eq(cudaev__ctx(), cudaSuccess);
+  cr_expect_eq(fake_retains, 1, "the primary context is retained once per process");
+}
+
+Test(context, a_current_context_is_used_as_it_is) {
+  fake_driver_base(&fake);
+  cudaev__driver_install(&fake, 13000);
+  fake_current = (CUcontext)(uintptr_t)0x2000;
+  cr_expect_eq(cudaev__ctx(), cudaSuccess);
+  cr_expect_eq(fake_current, (CUcontext)(uintptr_t)0x2000);
+  cr_expect_eq(fake_retains, 0);
+}
+
+Test(context, set_device_initialises_and_checks_ordinals) {
+  fake_driver_base(&fake);
+  cudaev__driver_install(&fake, 13000);
+  cr_expect_eq(cudaSetDevice(1), cudaErrorInvalidDevice);
+  cr_expect_eq(cudaSetDevice(-1), cudaErrorInvalidDevice);
+  cr_expect_eq(fake_retains, 0);
+  cr_expect_eq(cudaSetDevice(0), cudaSuccess);
+  cr_expect_eq(fake_retains, 1);
+  cr_expect_eq(fake_current, (CUcontext)(uintptr_t)0x1000);
+  int d = -1;
+  cr_expect_eq(cudaGetDevice(&d), cudaSuccess);
+  cr_expect_eq(d, 0);
+}
+
+static int resets;
+static CUresult fake_reset(CUdevice d) { (void)d; resets++; return CUDA_SUCCESS; }
+
+Test(context, reset_gives_the_primary_context_back) {
+  fake_driver_base(&fake);
+  fake.cuDevicePrimaryCtxReset = fake_reset;
+  cudaev__driver_install(&fake, 13000);
+  cr_assert_eq(cudaSetDevice(0), cudaSuccess);
+  cr_expect_eq(cudaDeviceReset(), cudaSuccess);
+  cr_expect_eq(resets, 1);
+  cr_expect_eq(fake_retains, 0);
+  cr_expect_null(fake_current);
+  /* The next call that needs a context initialises again. */
+  cr_expect_eq(cudaev__ctx(), cudaSuccess);
+  cr_expect_eq(fake_retains, 1);
+}
+
+Test(device, flags_are_checked_before_the_driver) {
+  fake_driver_base(&fake);
+  cudaev__driver_install(&fake, 13000);
+  cr_expect_eq(cudaSetDeviceFlags(0x100), cudaErrorInvalidValue);
+  cr_expect_eq(cudaSetDeviceFlags(cudaDeviceScheduleSpin | cudaDeviceScheduleYield), cudaErrorInvalidValue);
+  cr_expect_eq(cudaInitDevice(0, 0, 2), cudaErrorInvalidValue);
+  cr_expect_eq(cudaInitDevice(3, 0, 0), cudaErrorInvalidDevice);
+}

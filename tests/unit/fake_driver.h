@@ -1,0 +1,42 @@
+/* A fake libcuda for CPU tests: a driver table whose entries are ordinary
+ * C functions, installed with cudaev__driver_install() before the runtime
+ * is first used (Criterion runs each test in its own process, so each test
+ * installs its own). */
+#ifndef CUDAEV_TESTS_FAKE_DRIVER_H
+#define CUDAEV_TESTS_FAKE_DRIVER_H
+
+#include "internal.h"
+
+#include <string.h>
+
+/* One device, initialised, with a primary context that can be made
+ * current: the smallest driver the runtime starts on. */
+static CUresult fake_init(unsigned int flags) { (void)flags; return CUDA_SUCCESS; }
+static CUresult fake_count_one(int *n) { *n = 1; return CUDA_SUCCESS; }
+static CUresult fake_device_get(CUdevice *d, int ordinal) { *d = ordinal; return CUDA_SUCCESS; }
+static _Thread_local CUcontext fake_current;
+static CUresult fake_ctx_get_current(CUcontext *c) { *c = fake_current; return CUDA_SUCCESS; }
+static CUresult fake_ctx_set_current(CUcontext c) { fake_current = c; return CUDA_SUCCESS; }
+static CUresult fake_ctx_get_device(CUdevice *d, CUcontext c) { (void)c; *d = 0; return CUDA_SUCCESS; }
+static int fake_retains;
+static CUresult fake_primary_retain(CUcontext *c, CUdevice d) {
+  (void)d;
+  fake_retains++;
+  *c = (CUcontext)(uintptr_t)0x1000;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_primary_release(CUdevice d) { (void)d; fake_retains--; return CUDA_SUCCESS; }
+
+static inline void fake_driver_base(struct cudaev_driver *t) {
+  memset(t, 0, sizeof *t);
+  t->cuInit = fake_init;
+  t->cuDeviceGetCount = fake_count_one;
+  t->cuDeviceGet = fake_device_get;
+  t->cuCtxGetCurrent = fake_ctx_get_current;
+  t->cuCtxSetCurrent = fake_ctx_set_current;
+  t->cuCtxGetDevice = fake_ctx_get_device;
+  t->cuDevicePrimaryCtxRetain = fake_primary_retain;
+  t->cuDevicePrimaryCtxRelease = fake_primary_release;
+}
+
+#endif
