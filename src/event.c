@@ -1,2 +1,86 @@
-/* event: see the runtime reference section of the same name. */
+/* Event Management: creation with flags, record (with flags), query,
+ * synchronize, destroy, elapsed time.
+ *
+ * cudaEvent_t is the driver's CUevent and every function passes it
+ * through: the driver's answers for events never recorded, not complete,
+ * created with cudaEventDisableTiming or destroyed are the runtime's
+ * (CUDA_ERROR_INVALID_HANDLE = cudaErrorInvalidResourceHandle,
+ * CUDA_ERROR_NOT_READY = cudaErrorNotReady). The IPC event handles live in
+ * the device section (cudaIpcGetEventHandle / cudaIpcOpenEventHandle).
+ */
 #include "internal.h"
+
+_Static_assert(cudaEventBlockingSync == CU_EVENT_BLOCKING_SYNC, "event flags");
+_Static_assert(cudaEventDisableTiming == CU_EVENT_DISABLE_TIMING, "event flags");
+_Static_assert(cudaEventInterprocess == CU_EVENT_INTERPROCESS, "event flags");
+_Static_assert(cudaEventRecordExternal == CU_EVENT_RECORD_EXTERNAL, "record flags");
+
+#define EVENT_FLAGS_VALID (cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess)
+
+cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuEventCreate((CUevent *)event, CU_EVENT_DEFAULT));
+}
+
+/* Unknown flags, and cudaEventInterprocess without cudaEventDisableTiming,
+ * are cudaErrorInvalidValue (runtime reference, cudaEventCreateWithFlags). */
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
+  CUDAEV_CTX_OR_RETURN();
+  if (event == NULL || (flags & ~(unsigned)EVENT_FLAGS_VALID) != 0 ||
+      ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)))
+    return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuEventCreate((CUevent *)event, flags));
+}
+
+/* Hot path: no lock, no allocation, one driver call after the context
+ * check. */
+static inline cudaError_t record_impl(cudaEvent_t e, cudaStream_t s, bool pt) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuEventRecord((CUevent)e, cudaev__stream(s, pt)));
+}
+CUDAEV_DECLARE_VARIANT(cudaEventRecord, _ptsz);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  return record_impl(event, stream, false);
+}
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
+  return record_impl(event, stream, true);
+}
+
+static inline cudaError_t record_flags_impl(cudaEvent_t e, cudaStream_t s, unsigned flags,
+                                            bool pt) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(
+      cudaev__drv.cuEventRecordWithFlags((CUevent)e, cudaev__stream(s, pt), flags));
+}
+CUDAEV_DECLARE_VARIANT(cudaEventRecordWithFlags, _ptsz);
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  return record_flags_impl(event, stream, flags, false);
+}
+cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
+                                          unsigned int flags) {
+  return record_flags_impl(event, stream, flags, true);
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuEventQuery((CUevent)event));
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuEventSynchronize((CUevent)event));
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuEventDestroy((CUevent)event));
+}
+
+/* CUDA 13's cuEventElapsedTime (v2) has the runtime's error rules: never
+ * recorded or DisableTiming -> invalid handle, recorded but not complete ->
+ * not ready. */
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  CUDAEV_CTX_OR_RETURN();
+  if (ms == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuEventElapsedTime(ms, (CUevent)start, (CUevent)end));
+}
