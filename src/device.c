@@ -87,11 +87,19 @@ static cudaError_t set_primary_flags(int device, unsigned int flags) {
       cudaev__rt.devices[device].dev, flags & ~(unsigned)cudaDeviceMapHost));
 }
 
+/* Sets the flags of the current device's primary context and, as NVIDIA's
+ * runtime does, initialises the device: its primary context is retained
+ * and made current. */
 cudaError_t cudaSetDeviceFlags(unsigned int flags) {
   CUDAEV_INIT_OR_RETURN();
   cudaError_t e = check_device_flags(flags);
   if (e != cudaSuccess) return cudaev__ret(e);
-  return cudaev__ret(set_primary_flags(cudaev__current_device(), flags));
+  int d = cudaev__current_device();
+  if ((e = set_primary_flags(d, flags)) != cudaSuccess) return cudaev__ret(e);
+  CUcontext cur = NULL, c;
+  if ((e = cudaev__primary_ctx(d, &c)) != cudaSuccess) return cudaev__ret(e);
+  if (cudaev__drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != NULL) return cudaSuccess;
+  return cudaev__ret_cu(cudaev__drv.cuCtxSetCurrent(c));
 }
 
 cudaError_t cudaGetDeviceFlags(unsigned int *flags) {
@@ -100,22 +108,26 @@ cudaError_t cudaGetDeviceFlags(unsigned int *flags) {
   CUcontext c = NULL;
   unsigned int f = 0;
   CUresult r;
+  /* A current context answers for itself (the driver includes
+   * CU_CTX_MAP_HOST); without one, the primary context's recorded flags,
+   * with cudaDeviceMapHost, which is always on. */
   if (cudaev__drv.cuCtxGetCurrent(&c) == CUDA_SUCCESS && c != NULL) {
     r = cudaev__drv.cuCtxGetFlags(&f);
   } else {
     int active = 0;
     r = cudaev__drv.cuDevicePrimaryCtxGetState(
         cudaev__rt.devices[cudaev__current_device()].dev, &f, &active);
+    f |= cudaDeviceMapHost;
   }
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
-  *flags = f | cudaDeviceMapHost;
+  *flags = f;
   return cudaSuccess;
 }
 
 cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags) {
   CUDAEV_INIT_OR_RETURN();
   if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
-  if (flags & ~(unsigned)cudaInitDeviceFlagsAreValid) return cudaev__ret(cudaErrorInvalidValue);
+  (void)flags; /* NVIDIA's runtime accepts and ignores any value (measured) */
   cudaError_t e = check_device_flags(deviceFlags);
   if (e != cudaSuccess) return cudaev__ret(e);
   if (deviceFlags != 0 && (e = set_primary_flags(device, deviceFlags)) != cudaSuccess)
@@ -125,19 +137,18 @@ cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int fl
 }
 
 /* Destroys the primary context of the current device. Our reference is
- * given back first, so the next call that needs the device retains a fresh
- * one; a thread whose current context was that primary context gets none
- * current, and the next runtime call on it initialises again. */
+ * given back, so the next call that needs the device retains it again.
+ * Threads keep the (now inactive) primary context current, as with
+ * NVIDIA's runtime; the reset generation sends their next call through
+ * cudaev__ctx_slow, which re-initialises it. */
 cudaError_t cudaDeviceReset(void) {
   CUDAEV_INIT_OR_RETURN();
   int d = cudaev__current_device();
   struct cudaev_device *dev = &cudaev__rt.devices[d];
-  CUcontext current = NULL;
-  cudaev__drv.cuCtxGetCurrent(&current);
   CUcontext primary = atomic_exchange(&dev->primary, NULL);
   CUresult r = cudaev__drv.cuDevicePrimaryCtxReset(dev->dev);
   if (primary != NULL) cudaev__drv.cuDevicePrimaryCtxRelease(dev->dev);
-  if (current != NULL && current == primary) cudaev__drv.cuCtxSetCurrent(NULL);
+  atomic_fetch_add(&cudaev__rt.reset_gen, 1);
   return cudaev__ret_cu(r);
 }
 
@@ -508,7 +519,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
     }
     }
   }
-  *prop = p;
+  /* NVIDIA's runtime leaves reserved[] as the caller had it (measured). */
+  memcpy(prop, &p, offsetof(struct cudaDeviceProp, reserved));
   return cudaSuccess;
 }
 

@@ -38,6 +38,7 @@
 struct cudaev_thread {
   cudaError_t last_error; /* what cudaGetLastError returns and clears */
   int device;             /* cudaSetDevice's choice; -1 = never set (acts as 0) */
+  unsigned reset_gen;     /* cudaev__rt.reset_gen when this thread last checked its context */
 };
 
 extern _Thread_local struct cudaev_thread cudaev__thread;
@@ -73,6 +74,7 @@ struct cudaev_device {
 
 struct cudaev_runtime {
   atomic_int ready;        /* 1 once init ran (successfully or not) */
+  atomic_uint reset_gen;   /* bumped by cudaDeviceReset: threads re-check their context */
   cudaError_t init_error;  /* cudaSuccess, or why the runtime cannot run */
   int device_count;
   struct cudaev_device *devices;
@@ -101,13 +103,20 @@ int cudaev__current_device(void);
  * "Interactions with the CUDA Driver API" section says: a context already
  * current (primary or not) is used as it is; otherwise the primary context
  * of the thread's device is retained (once per process) and made current.
+ * A primary context that cudaDeviceReset destroyed stays current on the
+ * threads that had it (as with NVIDIA's runtime) and is re-initialised by
+ * the next call that needs it.
  * Returns cudaSuccess or the error to report (not recorded). */
 cudaError_t cudaev__ctx_slow(void);
 static inline cudaError_t cudaev__ctx(void) {
   cudaError_t e = cudaev__init();
   if (CUDAEV_UNLIKELY(e != cudaSuccess)) return e;
   CUcontext c = NULL;
-  if (CUDAEV_LIKELY(cudaev__drv.cuCtxGetCurrent(&c) == CUDA_SUCCESS && c != NULL))
+  /* After a cudaDeviceReset anywhere, a thread whose current context was a
+   * reset primary context takes the slow path once to re-initialise it. */
+  if (CUDAEV_LIKELY(cudaev__drv.cuCtxGetCurrent(&c) == CUDA_SUCCESS && c != NULL &&
+                    cudaev__thread.reset_gen ==
+                        atomic_load_explicit(&cudaev__rt.reset_gen, memory_order_relaxed)))
     return cudaSuccess;
   return cudaev__ctx_slow();
 }

@@ -82,7 +82,29 @@ int cudaev__current_device(void) {
 }
 
 cudaError_t cudaev__ctx_slow(void) {
+  cudaev__thread.reset_gen = atomic_load_explicit(&cudaev__rt.reset_gen, memory_order_relaxed);
+  CUcontext cur = NULL;
   int d = cudaev__thread.device < 0 ? 0 : cudaev__thread.device;
+  if (cudaev__drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != NULL) {
+    /* A context of the application's, or a live primary: use it. A primary
+     * context that was reset: retain it again (the driver keeps the
+     * handle) and make it current again. */
+    CUdevice dev;
+    unsigned flags;
+    int active = 1;
+    if (cudaev__drv.cuCtxGetDevice(&dev, cur) != CUDA_SUCCESS) return cudaSuccess;
+    int o = -1;
+    for (int i = 0; i < cudaev__rt.device_count; i++)
+      if (cudaev__rt.devices[i].dev == dev) o = i;
+    if (o < 0 || atomic_load(&cudaev__rt.devices[o].primary) != NULL) return cudaSuccess;
+    if (cudaev__drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active)
+      return cudaSuccess;
+    CUcontext p;
+    cudaError_t e = cudaev__primary_ctx(o, &p);
+    if (e != cudaSuccess) return e;
+    if (p != cur) return cudaSuccess; /* not the primary context: the application's own */
+    return cudaev__error_from_cu(cudaev__drv.cuCtxSetCurrent(p));
+  }
   CUcontext c;
   cudaError_t e = cudaev__primary_ctx(d, &c);
   if (e != cudaSuccess) return e;

@@ -36,7 +36,10 @@ static void cudaev_test_report_cudart(void) {
   fclose(f);
 }
 
+/* Line-buffered stdout: if a run crashes, its transcript ends where it
+ * crashed. */
 __attribute__((constructor)) static void cudaev_test_report_cudart_ctor(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
   cudaev_test_report_cudart();
 }
 

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Runs one gpu-suite program twice, on NVIDIA's libcudart.so.13 and on ours,
 # and requires the same transcript (stdout) and exit code from both, and
-# that each run mapped the library it was meant to.
+# that each run mapped the library it was meant to: the loader's own
+# LD_DEBUG=libs record ("calling init: .../libcudart.so.13") or the
+# "[cudart] path" line of tests/gpu/common.h must name it.
 #
 #   compare.sh OURS_LIBDIR NVIDIA_LIBCUDART PROGRAM [ARGS...]
 #
@@ -14,15 +16,18 @@ if [ ! -e /dev/nvidiactl ] && [ ! -e /dev/nvidia0 ]; then
 fi
 nvidia_dir=$(dirname "$nvidia_lib")
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-LD_LIBRARY_PATH="$nvidia_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" >"$tmp/nv.out" 2>"$tmp/nv.err"; nv_rc=$?
-LD_LIBRARY_PATH="$ours_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" >"$tmp/ours.out" 2>"$tmp/ours.err"; ours_rc=$?
+LD_DEBUG=libs LD_LIBRARY_PATH="$nvidia_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" >"$tmp/nv.out" 2>"$tmp/nv.err"; nv_rc=$?
+LD_DEBUG=libs LD_LIBRARY_PATH="$ours_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" >"$tmp/ours.out" 2>"$tmp/ours.err"; ours_rc=$?
 fail=0
 ours_real=$(readlink -f "$ours_dir/libcudart.so.13")
 nv_real=$(readlink -f "$nvidia_lib")
-grep -q "^\[cudart\] $nv_real" "$tmp/nv.err" || grep -q "^\[cudart\] $nvidia_lib" "$tmp/nv.err" ||
-  { echo "FAIL: NVIDIA run did not map $nvidia_lib"; grep '^\[cudart\]' "$tmp/nv.err"; fail=1; }
-grep -q "^\[cudart\] $ours_real" "$tmp/ours.err" || grep -q "^\[cudart\] $ours_dir/" "$tmp/ours.err" ||
-  { echo "FAIL: our run did not map $ours_dir/libcudart.so.13"; grep '^\[cudart\]' "$tmp/ours.err"; fail=1; }
+mapped() { # LOG REALPATH PATH: did the run load this libcudart?
+  grep -E "(calling init: |^\[cudart\] )($2|$3)" "$1" >/dev/null
+}
+mapped "$tmp/nv.err" "$nv_real" "$nvidia_lib" ||
+  { echo "FAIL: NVIDIA run did not map $nvidia_lib"; grep -E 'calling init: .*libcudart|^\[cudart\]' "$tmp/nv.err"; fail=1; }
+mapped "$tmp/ours.err" "$ours_real" "$ours_dir/libcudart.so.13" ||
+  { echo "FAIL: our run did not map $ours_dir/libcudart.so.13"; grep -E 'calling init: .*libcudart|^\[cudart\]' "$tmp/ours.err"; fail=1; }
 if ! cmp -s "$tmp/nv.out" "$tmp/ours.out"; then
   echo "FAIL: transcripts differ (- NVIDIA, + cudaev):"
   diff -u "$tmp/nv.out" "$tmp/ours.out" | head -80
@@ -33,7 +38,8 @@ if [ "$nv_rc" != "$ours_rc" ]; then
   fail=1
 fi
 echo "--- transcript (cudaev), exit $ours_rc:"; head -200 "$tmp/ours.out"
-echo "--- stderr (cudaev):"; head -50 "$tmp/ours.err"
+echo "--- stderr (cudaev):"; grep -v '^ *[0-9]*:' "$tmp/ours.err" | head -50
+grep -E 'calling init: .*libcudart' "$tmp/ours.err" "$tmp/nv.err" | sed 's/^/--- /' 
 [ "$fail" = 0 ] && [ "$nv_rc" = 0 ] && exit 0
 [ "$fail" = 0 ] && { echo "FAIL: both runs exited $nv_rc"; exit 1; }
 exit 1

@@ -26,6 +26,12 @@ static CUresult fake_primary_retain(CUcontext *c, CUdevice d) {
   return CUDA_SUCCESS;
 }
 static CUresult fake_primary_release(CUdevice d) { (void)d; fake_retains--; return CUDA_SUCCESS; }
+static CUresult fake_primary_state(CUdevice d, unsigned *flags, int *active) {
+  (void)d;
+  *flags = 0;
+  *active = fake_retains > 0;
+  return CUDA_SUCCESS;
+}
 
 static inline void fake_driver_base(struct cudaev_driver *t) {
   memset(t, 0, sizeof *t);
@@ -37,6 +43,7 @@ static inline void fake_driver_base(struct cudaev_driver *t) {
   t->cuCtxGetDevice = fake_ctx_get_device;
   t->cuDevicePrimaryCtxRetain = fake_primary_retain;
   t->cuDevicePrimaryCtxRelease = fake_primary_release;
+  t->cuDevicePrimaryCtxGetState = fake_primary_state;
 }
 
 #endif

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs test suites of a carried build directory on a GPU machine, without
+# Meson: reads the build's meson-info/intro-tests.json, maps the paths it
+# recorded to where the tree is now, runs each test of the chosen suites
+# (TAP tests counted per subtest), keeps every log, prints a summary line
+# "N passed, N failed, N skipped" and exits non-zero on any failure.
+#
+#   tests/gpu/run.sh [-b BUILD_DIR] [-o LOG_DIR] [SUITE...]     (default suite: gpu)
+#
+# On the device machine:  . .device/env.sh && tests/gpu/run.sh -o $OUT/gpu gpu unit
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build="$here/build"
+logs=""
+while getopts "b:o:" opt; do
+  case $opt in
+    b) build=$(cd "$OPTARG" && pwd) ;;
+    o) logs=$OPTARG ;;
+    *) exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+[ $# -gt 0 ] || set -- gpu
+logs=${logs:-$build/gpu-logs}
+mkdir -p "$logs"
+exec python3 - "$here" "$build" "$logs" "$@" <<'PY'
+import json, os, re, subprocess, sys, time
+src, build, logs, suites = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+info = json.load(open(os.path.join(build, "meson-info", "meson-info.json")))
+old_src, old_build = info["directories"]["source"], info["directories"]["build"]
+def fix(s):
+    return s.replace(old_build, build).replace(old_src, src) if isinstance(s, str) else s
+tests = json.load(open(os.path.join(build, "meson-info", "intro-tests.json")))
+passed = failed = skipped = 0
+t0 = time.time()
+for t in tests:
+    if not any(s.split(":")[-1] in suites for s in t["suite"]):
+        continue
+    env = dict(os.environ)
+    for k, v in (t.get("env") or {}).items():
+        v = fix(v)
+        env[k] = v + ":" + os.environ["LD_LIBRARY_PATH"] if k == "LD_LIBRARY_PATH" and os.environ.get("LD_LIBRARY_PATH") else v
+    cmd = [fix(c) for c in t["cmd"]]
+    # The build machine's interpreter path may not exist here.
+    if not os.path.exists(cmd[0]) and os.path.basename(cmd[0]).startswith("python"):
+        cmd[0] = "python3"
+    name = t["name"]
+    start = time.time()
+    try:
+        p = subprocess.run(cmd, cwd=t.get("workdir") or build, env=env, capture_output=True,
+                           text=True, timeout=t.get("timeout") or 300)
+        out, rc = p.stdout + p.stderr, p.returncode
+    except OSError as e:
+        out, rc = str(e), "oserror"
+    except subprocess.TimeoutExpired as e:
+        out, rc = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""), "timeout"
+    with open(os.path.join(logs, re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".log"), "w") as f:
+        f.write(" ".join(cmd) + "\n" + out)
+    secs = time.time() - start
+    if t.get("protocol") == "tap" and isinstance(rc, int):
+        ok = len(re.findall(r"^ok\b", p.stdout, re.M))
+        bad = len(re.findall(r"^not ok\b", p.stdout, re.M))
+        sk = len(re.findall(r"^ok\b.*# SKIP", p.stdout, re.M | re.I))
+        if bad == 0 and rc != 0:
+            bad = 1
+        passed += ok - sk; failed += bad; skipped += sk
+        verdict = "FAIL" if bad else "ok"
+        print(f"{verdict:5} {name:28} {ok - sk} passed, {bad} failed, {sk} skipped  ({secs:.1f}s)")
+    elif rc == 0:
+        passed += 1; print(f"ok    {name:28} ({secs:.1f}s)")
+    elif rc == 77:
+        skipped += 1; print(f"SKIP  {name:28} ({secs:.1f}s)")
+    else:
+        failed += 1; print(f"FAIL  {name:28} exit {rc} ({secs:.1f}s); log: {name}.log")
+        for line in out.splitlines()[:40]:
+            print("      | " + line)
+print(f"suites {' '.join(suites)} in {time.time() - t0:.0f}s; logs in {logs}")
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+sys.exit(1 if failed else 0)
+PY
