@@ -1,2 +1,434 @@
-/* array: see the runtime reference section of the same name. */
+/* Memory Management, the pitched / array part: cudaMallocPitch, cudaMalloc3D,
+ * CUDA arrays and mipmapped arrays, their descriptors and requirements, and
+ * the channel-format conversions the texture and copy code share. */
 #include "internal.h"
+
+#include "array.h"
+
+#include <string.h>
+
+/* ---- channel formats ------------------------------------------------------ */
+
+/* The kinds past Float/None have one fixed format each, and NVIDIA's
+ * channel_descriptor.h templates give the bit counts that go with them. */
+struct special_kind {
+  enum cudaChannelFormatKind kind;
+  unsigned char x, y, z, w;
+  CUarray_format fmt;
+  unsigned char channels;
+  unsigned char elem_size;
+};
+
+static const struct special_kind special_kinds[] = {
+    {cudaChannelFormatKindNV12, 8, 8, 8, 0, CU_AD_FORMAT_NV12, 3, 1},
+    {cudaChannelFormatKindUnsignedNormalized8X1, 8, 0, 0, 0, CU_AD_FORMAT_UNORM_INT8X1, 1, 1},
+    {cudaChannelFormatKindUnsignedNormalized8X2, 8, 8, 0, 0, CU_AD_FORMAT_UNORM_INT8X2, 2, 2},
+    {cudaChannelFormatKindUnsignedNormalized8X4, 8, 8, 8, 8, CU_AD_FORMAT_UNORM_INT8X4, 4, 4},
+    {cudaChannelFormatKindUnsignedNormalized16X1, 16, 0, 0, 0, CU_AD_FORMAT_UNORM_INT16X1, 1, 2},
+    {cudaChannelFormatKindUnsignedNormalized16X2, 16, 16, 0, 0, CU_AD_FORMAT_UNORM_INT16X2, 2, 4},
+    {cudaChannelFormatKindUnsignedNormalized16X4, 16, 16, 16, 16, CU_AD_FORMAT_UNORM_INT16X4, 4, 8},
+    {cudaChannelFormatKindSignedNormalized8X1, 8, 0, 0, 0, CU_AD_FORMAT_SNORM_INT8X1, 1, 1},
+    {cudaChannelFormatKindSignedNormalized8X2, 8, 8, 0, 0, CU_AD_FORMAT_SNORM_INT8X2, 2, 2},
+    {cudaChannelFormatKindSignedNormalized8X4, 8, 8, 8, 8, CU_AD_FORMAT_SNORM_INT8X4, 4, 4},
+    {cudaChannelFormatKindSignedNormalized16X1, 16, 0, 0, 0, CU_AD_FORMAT_SNORM_INT16X1, 1, 2},
+    {cudaChannelFormatKindSignedNormalized16X2, 16, 16, 0, 0, CU_AD_FORMAT_SNORM_INT16X2, 2, 4},
+    {cudaChannelFormatKindSignedNormalized16X4, 16, 16, 16, 16, CU_AD_FORMAT_SNORM_INT16X4, 4, 8},
+    {cudaChannelFormatKindUnsignedBlockCompressed1, 8, 8, 8, 8, CU_AD_FORMAT_BC1_UNORM, 4, 8},
+    {cudaChannelFormatKindUnsignedBlockCompressed1SRGB, 8, 8, 8, 8, CU_AD_FORMAT_BC1_UNORM_SRGB, 4, 8},
+    {cudaChannelFormatKindUnsignedBlockCompressed2, 8, 8, 8, 8, CU_AD_FORMAT_BC2_UNORM, 4, 16},
+    {cudaChannelFormatKindUnsignedBlockCompressed2SRGB, 8, 8, 8, 8, CU_AD_FORMAT_BC2_UNORM_SRGB, 4, 16},
+    {cudaChannelFormatKindUnsignedBlockCompressed3, 8, 8, 8, 8, CU_AD_FORMAT_BC3_UNORM, 4, 16},
+    {cudaChannelFormatKindUnsignedBlockCompressed3SRGB, 8, 8, 8, 8, CU_AD_FORMAT_BC3_UNORM_SRGB, 4, 16},
+    {cudaChannelFormatKindUnsignedBlockCompressed4, 8, 0, 0, 0, CU_AD_FORMAT_BC4_UNORM, 1, 8},
+    {cudaChannelFormatKindSignedBlockCompressed4, 8, 0, 0, 0, CU_AD_FORMAT_BC4_SNORM, 1, 8},
+    {cudaChannelFormatKindUnsignedBlockCompressed5, 8, 8, 0, 0, CU_AD_FORMAT_BC5_UNORM, 2, 16},
+    {cudaChannelFormatKindSignedBlockCompressed5, 8, 8, 0, 0, CU_AD_FORMAT_BC5_SNORM, 2, 16},
+    {cudaChannelFormatKindUnsignedBlockCompressed6H, 16, 16, 16, 0, CU_AD_FORMAT_BC6H_UF16, 3, 16},
+    {cudaChannelFormatKindSignedBlockCompressed6H, 16, 16, 16, 0, CU_AD_FORMAT_BC6H_SF16, 3, 16},
+    {cudaChannelFormatKindUnsignedBlockCompressed7, 8, 8, 8, 8, CU_AD_FORMAT_BC7_UNORM, 4, 16},
+    {cudaChannelFormatKindUnsignedBlockCompressed7SRGB, 8, 8, 8, 8, CU_AD_FORMAT_BC7_UNORM_SRGB, 4, 16},
+    {cudaChannelFormatKindUnsignedNormalized1010102, 10, 10, 10, 2, CU_AD_FORMAT_UNORM_INT_101010_2, 4, 4},
+};
+#define N_SPECIAL (sizeof special_kinds / sizeof special_kinds[0])
+
+cudaError_t cudaev__channel_to_format(const struct cudaChannelFormatDesc *d, CUarray_format *fmt,
+                                      unsigned *num_channels) {
+  if (d == NULL) return cudaErrorInvalidValue;
+  if (d->f == cudaChannelFormatKindSigned || d->f == cudaChannelFormatKindUnsigned ||
+      d->f == cudaChannelFormatKindFloat) {
+    /* Channels fill x, y, z, w in order, all of x's width, and a texel has
+     * 1, 2 or 4 of them (there is no 3-channel hardware format). */
+    int bits[4] = {d->x, d->y, d->z, d->w};
+    unsigned n = 0;
+    while (n < 4 && bits[n] != 0) n++;
+    for (unsigned i = 0; i < 4; i++) {
+      if (i < n && bits[i] != d->x) return cudaErrorInvalidChannelDescriptor;
+      if (i >= n && bits[i] != 0) return cudaErrorInvalidChannelDescriptor;
+    }
+    if (n != 1 && n != 2 && n != 4) return cudaErrorInvalidChannelDescriptor;
+    CUarray_format f;
+    switch (d->f == cudaChannelFormatKindFloat ? d->x + 1000 : d->x) {
+    case 8: f = d->f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT8 : CU_AD_FORMAT_UNSIGNED_INT8; break;
+    case 16: f = d->f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT16 : CU_AD_FORMAT_UNSIGNED_INT16; break;
+    case 32: f = d->f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT32 : CU_AD_FORMAT_UNSIGNED_INT32; break;
+    case 1016: f = CU_AD_FORMAT_HALF; break;
+    case 1032: f = CU_AD_FORMAT_FLOAT; break;
+    default: return cudaErrorInvalidChannelDescriptor;
+    }
+    *fmt = f;
+    *num_channels = n;
+    return cudaSuccess;
+  }
+  for (size_t i = 0; i < N_SPECIAL; i++) {
+    const struct special_kind *s = &special_kinds[i];
+    if (s->kind != d->f) continue;
+    if (d->x != s->x || d->y != s->y || d->z != s->z || d->w != s->w)
+      return cudaErrorInvalidChannelDescriptor;
+    *fmt = s->fmt;
+    *num_channels = s->channels;
+    return cudaSuccess;
+  }
+  return cudaErrorInvalidChannelDescriptor; /* cudaChannelFormatKindNone or unknown */
+}
+
+struct cudaChannelFormatDesc cudaev__channel_from_format(CUarray_format fmt, unsigned num_channels) {
+  struct cudaChannelFormatDesc d = {0, 0, 0, 0, cudaChannelFormatKindNone};
+  int bits = 0;
+  switch (fmt) {
+  case CU_AD_FORMAT_UNSIGNED_INT8: bits = 8; d.f = cudaChannelFormatKindUnsigned; break;
+  case CU_AD_FORMAT_UNSIGNED_INT16: bits = 16; d.f = cudaChannelFormatKindUnsigned; break;
+  case CU_AD_FORMAT_UNSIGNED_INT32: bits = 32; d.f = cudaChannelFormatKindUnsigned; break;
+  case CU_AD_FORMAT_SIGNED_INT8: bits = 8; d.f = cudaChannelFormatKindSigned; break;
+  case CU_AD_FORMAT_SIGNED_INT16: bits = 16; d.f = cudaChannelFormatKindSigned; break;
+  case CU_AD_FORMAT_SIGNED_INT32: bits = 32; d.f = cudaChannelFormatKindSigned; break;
+  case CU_AD_FORMAT_HALF: bits = 16; d.f = cudaChannelFormatKindFloat; break;
+  case CU_AD_FORMAT_FLOAT: bits = 32; d.f = cudaChannelFormatKindFloat; break;
+  default:
+    for (size_t i = 0; i < N_SPECIAL; i++) {
+      const struct special_kind *s = &special_kinds[i];
+      if (s->fmt != fmt) continue;
+      d.x = s->x, d.y = s->y, d.z = s->z, d.w = s->w, d.f = s->kind;
+      return d;
+    }
+    return d;
+  }
+  d.x = bits;
+  d.y = num_channels >= 2 ? bits : 0;
+  d.z = num_channels >= 3 ? bits : 0;
+  d.w = num_channels >= 4 ? bits : 0;
+  return d;
+}
+
+size_t cudaev__format_elem_size(CUarray_format fmt, unsigned num_channels) {
+  switch (fmt) {
+  case CU_AD_FORMAT_UNSIGNED_INT8:
+  case CU_AD_FORMAT_SIGNED_INT8: return num_channels;
+  case CU_AD_FORMAT_UNSIGNED_INT16:
+  case CU_AD_FORMAT_SIGNED_INT16:
+  case CU_AD_FORMAT_HALF: return 2 * (size_t)num_channels;
+  case CU_AD_FORMAT_UNSIGNED_INT32:
+  case CU_AD_FORMAT_SIGNED_INT32:
+  case CU_AD_FORMAT_FLOAT: return 4 * (size_t)num_channels;
+  default:
+    for (size_t i = 0; i < N_SPECIAL; i++)
+      if (special_kinds[i].fmt == fmt) return special_kinds[i].elem_size;
+    return 0;
+  }
+}
+
+cudaError_t cudaev__array_elem_size(CUarray a, size_t *out) {
+  CUDA_ARRAY3D_DESCRIPTOR d;
+  CUresult r = cudaev__drv.cuArray3DGetDescriptor(&d, a);
+  if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
+  *out = cudaev__format_elem_size(d.Format, d.NumChannels);
+  return cudaSuccess;
+}
+
+/* ---- pitched linear memory ------------------------------------------------ */
+
+/* cuMemAllocPitch's element size only bounds the pitch the driver may pick;
+ * 4 is the smallest it accepts and gives the same pitch for every width. */
+#define PITCH_ELEMENT_SIZE 4
+
+static cudaError_t malloc_pitch(void **ptr, size_t *pitch, size_t width, size_t height) {
+  if (width == 0 || height == 0) {
+    *ptr = NULL;
+    *pitch = 0;
+    return cudaSuccess;
+  }
+  CUdeviceptr p = 0;
+  size_t pi = 0;
+  CUresult r = cudaev__drv.cuMemAllocPitch(&p, &pi, width, height, PITCH_ELEMENT_SIZE);
+  if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
+  *ptr = (void *)(uintptr_t)p;
+  *pitch = pi;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height) {
+  CUDAEV_CTX_OR_RETURN();
+  if (devPtr == NULL || pitch == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret(malloc_pitch(devPtr, pitch, width, height));
+}
+
+cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent) {
+  CUDAEV_CTX_OR_RETURN();
+  if (pitchedDevPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  size_t rows = extent.height * extent.depth;
+  if (extent.depth != 0 && rows / extent.depth != extent.height)
+    return cudaev__ret(cudaErrorMemoryAllocation);
+  void *p = NULL;
+  size_t pitch = 0;
+  cudaError_t e = malloc_pitch(&p, &pitch, extent.width, rows);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  pitchedDevPtr->ptr = p;
+  pitchedDevPtr->pitch = pitch;
+  pitchedDevPtr->xsize = extent.width;
+  pitchedDevPtr->ysize = extent.height;
+  return cudaSuccess;
+}
+
+/* ---- arrays --------------------------------------------------------------- */
+
+#define ARRAY_2D_FLAGS (cudaArraySurfaceLoadStore | cudaArrayTextureGather | cudaArraySparse | \
+                        cudaArrayDeferredMapping)
+#define ARRAY_3D_FLAGS (ARRAY_2D_FLAGS | cudaArrayLayered | cudaArrayCubemap)
+
+/* The runtime's cudaArray* flags have the driver's CUDA_ARRAY3D_* values. */
+_Static_assert(cudaArrayLayered == CUDA_ARRAY3D_LAYERED, "flag");
+_Static_assert(cudaArraySurfaceLoadStore == CUDA_ARRAY3D_SURFACE_LDST, "flag");
+_Static_assert(cudaArrayCubemap == CUDA_ARRAY3D_CUBEMAP, "flag");
+_Static_assert(cudaArrayTextureGather == CUDA_ARRAY3D_TEXTURE_GATHER, "flag");
+_Static_assert(cudaArraySparse == CUDA_ARRAY3D_SPARSE, "flag");
+_Static_assert(cudaArrayDeferredMapping == CUDA_ARRAY3D_DEFERRED_MAPPING, "flag");
+_Static_assert(sizeof(struct cudaArraySparseProperties) == sizeof(CUDA_ARRAY_SPARSE_PROPERTIES), "layout");
+_Static_assert(sizeof(struct cudaArrayMemoryRequirements) == sizeof(CUDA_ARRAY_MEMORY_REQUIREMENTS), "layout");
+
+static cudaError_t array_desc(CUDA_ARRAY3D_DESCRIPTOR *ad, const struct cudaChannelFormatDesc *desc,
+                              struct cudaExtent extent, unsigned flags, unsigned allowed) {
+  if (desc == NULL || (flags & ~allowed) != 0) return cudaErrorInvalidValue;
+  cudaError_t e = cudaev__channel_to_format(desc, &ad->Format, &ad->NumChannels);
+  if (e != cudaSuccess) return e;
+  ad->Width = extent.width;
+  ad->Height = extent.height;
+  ad->Depth = extent.depth;
+  ad->Flags = flags;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width,
+                            size_t height, unsigned int flags) {
+  CUDAEV_CTX_OR_RETURN();
+  if (array == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDA_ARRAY3D_DESCRIPTOR ad;
+  struct cudaExtent ext = {width, height, 0};
+  cudaError_t e = array_desc(&ad, desc, ext, flags, ARRAY_2D_FLAGS);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  CUarray a = NULL;
+  CUresult r = cudaev__drv.cuArray3DCreate(&a, &ad);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  *array = (cudaArray_t)a;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                              struct cudaExtent extent, unsigned int flags) {
+  CUDAEV_CTX_OR_RETURN();
+  if (array == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDA_ARRAY3D_DESCRIPTOR ad;
+  cudaError_t e = array_desc(&ad, desc, extent, flags, ARRAY_3D_FLAGS);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  CUarray a = NULL;
+  CUresult r = cudaev__drv.cuArray3DCreate(&a, &ad);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  *array = (cudaArray_t)a;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
+                                     const struct cudaChannelFormatDesc *desc, struct cudaExtent extent,
+                                     unsigned int numLevels, unsigned int flags) {
+  CUDAEV_CTX_OR_RETURN();
+  if (mipmappedArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDA_ARRAY3D_DESCRIPTOR ad;
+  cudaError_t e = array_desc(&ad, desc, extent, flags, ARRAY_3D_FLAGS);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  CUmipmappedArray m = NULL;
+  CUresult r = cudaev__drv.cuMipmappedArrayCreate(&m, &ad, numLevels);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  *mipmappedArray = (cudaMipmappedArray_t)m;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeArray(cudaArray_t array) {
+  CUDAEV_CTX_OR_RETURN();
+  if (array == NULL) return cudaSuccess;
+  return cudaev__ret_cu(cudaev__drv.cuArrayDestroy((CUarray)array));
+}
+
+cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray) {
+  CUDAEV_CTX_OR_RETURN();
+  if (mipmappedArray == NULL) return cudaSuccess;
+  return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayDestroy((CUmipmappedArray)mipmappedArray));
+}
+
+cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray, cudaMipmappedArray_const_t mipmappedArray,
+                                       unsigned int level) {
+  CUDAEV_CTX_OR_RETURN();
+  if (levelArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (mipmappedArray == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  CUarray a = NULL;
+  CUresult r = cudaev__drv.cuMipmappedArrayGetLevel(&a, (CUmipmappedArray)mipmappedArray, level);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  *levelArray = (cudaArray_t)a;
+  return cudaSuccess;
+}
+
+cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struct cudaExtent *extent,
+                             unsigned int *flags, cudaArray_t array) {
+  CUDAEV_CTX_OR_RETURN();
+  CUDA_ARRAY3D_DESCRIPTOR ad;
+  CUresult r = cudaev__drv.cuArray3DGetDescriptor(&ad, (CUarray)array);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  if (desc != NULL) *desc = cudaev__channel_from_format(ad.Format, ad.NumChannels);
+  if (extent != NULL) {
+    extent->width = ad.Width;
+    extent->height = ad.Height;
+    extent->depth = ad.Depth;
+  }
+  if (flags != NULL) *flags = ad.Flags;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc *desc, cudaArray_const_t array) {
+  CUDAEV_CTX_OR_RETURN();
+  if (desc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDA_ARRAY3D_DESCRIPTOR ad;
+  CUresult r = cudaev__drv.cuArray3DGetDescriptor(&ad, (CUarray)array);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  *desc = cudaev__channel_from_format(ad.Format, ad.NumChannels);
+  return cudaSuccess;
+}
+
+cudaError_t cudaArrayGetPlane(cudaArray_t *pPlaneArray, cudaArray_t hArray, unsigned int planeIdx) {
+  CUDAEV_CTX_OR_RETURN();
+  if (pPlaneArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUarray p = NULL;
+  CUresult r = cudaev__drv.cuArrayGetPlane(&p, (CUarray)hArray, planeIdx);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  *pPlaneArray = (cudaArray_t)p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *memoryRequirements,
+                                           cudaArray_t array, int device) {
+  CUDAEV_CTX_OR_RETURN();
+  if (memoryRequirements == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
+  return cudaev__ret_cu(cudaev__drv.cuArrayGetMemoryRequirements(
+      (CUDA_ARRAY_MEMORY_REQUIREMENTS *)memoryRequirements, (CUarray)array, cudaev__rt.devices[device].dev));
+}
+
+cudaError_t cudaMipmappedArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *memoryRequirements,
+                                                    cudaMipmappedArray_t mipmap, int device) {
+  CUDAEV_CTX_OR_RETURN();
+  if (memoryRequirements == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
+  return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayGetMemoryRequirements(
+      (CUDA_ARRAY_MEMORY_REQUIREMENTS *)memoryRequirements, (CUmipmappedArray)mipmap,
+      cudaev__rt.devices[device].dev));
+}
+
+cudaError_t cudaArrayGetSparseProperties(struct cudaArraySparseProperties *sparseProperties,
+                                         cudaArray_t array) {
+  CUDAEV_CTX_OR_RETURN();
+  if (sparseProperties == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuArrayGetSparseProperties(
+      (CUDA_ARRAY_SPARSE_PROPERTIES *)sparseProperties, (CUarray)array));
+}
+
+cudaError_t cudaMipmappedArrayGetSparseProperties(struct cudaArraySparseProperties *sparseProperties,
+                                                  cudaMipmappedArray_t mipmap) {
+  CUDAEV_CTX_OR_RETURN();
+  if (sparseProperties == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayGetSparseProperties(
+      (CUDA_ARRAY_SPARSE_PROPERTIES *)sparseProperties, (CUmipmappedArray)mipmap));
+}
+
+/* Device Management, but it needs the channel-format conversion above. */
+cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements,
+                                                 const struct cudaChannelFormatDesc *fmtDesc, int device) {
+  CUDAEV_INIT_OR_RETURN();
+  if (maxWidthInElements == NULL || fmtDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
+  CUarray_format fmt;
+  unsigned n;
+  cudaError_t e = cudaev__channel_to_format(fmtDesc, &fmt, &n);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  return cudaev__ret_cu(cudaev__drv.cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements, fmt, n,
+                                                                       cudaev__rt.devices[device].dev));
+}
+
+/* ---- resource descriptors (texture and surface objects) ------------------- */
+
+cudaError_t cudaev__resdesc_to_cu(const struct cudaResourceDesc *in, CUDA_RESOURCE_DESC *out) {
+  memset(out, 0, sizeof *out);
+  out->flags = in->flags;
+  cudaError_t e;
+  switch (in->resType) {
+  case cudaResourceTypeArray:
+    out->resType = CU_RESOURCE_TYPE_ARRAY;
+    out->res.array.hArray = (CUarray)in->res.array.array;
+    return cudaSuccess;
+  case cudaResourceTypeMipmappedArray:
+    out->resType = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
+    out->res.mipmap.hMipmappedArray = (CUmipmappedArray)in->res.mipmap.mipmap;
+    return cudaSuccess;
+  case cudaResourceTypeLinear:
+    out->resType = CU_RESOURCE_TYPE_LINEAR;
+    out->res.linear.devPtr = (CUdeviceptr)(uintptr_t)in->res.linear.devPtr;
+    out->res.linear.sizeInBytes = in->res.linear.sizeInBytes;
+    e = cudaev__channel_to_format(&in->res.linear.desc, &out->res.linear.format,
+                                  &out->res.linear.numChannels);
+    return e;
+  case cudaResourceTypePitch2D:
+    out->resType = CU_RESOURCE_TYPE_PITCH2D;
+    out->res.pitch2D.devPtr = (CUdeviceptr)(uintptr_t)in->res.pitch2D.devPtr;
+    out->res.pitch2D.width = in->res.pitch2D.width;
+    out->res.pitch2D.height = in->res.pitch2D.height;
+    out->res.pitch2D.pitchInBytes = in->res.pitch2D.pitchInBytes;
+    e = cudaev__channel_to_format(&in->res.pitch2D.desc, &out->res.pitch2D.format,
+                                  &out->res.pitch2D.numChannels);
+    return e;
+  default: return cudaErrorInvalidValue;
+  }
+}
+
+void cudaev__resdesc_from_cu(const CUDA_RESOURCE_DESC *in, struct cudaResourceDesc *out) {
+  memset(out, 0, sizeof *out);
+  out->flags = in->flags;
+  switch (in->resType) {
+  case CU_RESOURCE_TYPE_ARRAY:
+    out->resType = cudaResourceTypeArray;
+    out->res.array.array = (cudaArray_t)in->res.array.hArray;
+    break;
+  case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
+    out->resType = cudaResourceTypeMipmappedArray;
+    out->res.mipmap.mipmap = (cudaMipmappedArray_t)in->res.mipmap.hMipmappedArray;
+    break;
+  case CU_RESOURCE_TYPE_LINEAR:
+    out->resType = cudaResourceTypeLinear;
+    out->res.linear.devPtr = (void *)(uintptr_t)in->res.linear.devPtr;
+    out->res.linear.sizeInBytes = in->res.linear.sizeInBytes;
+    out->res.linear.desc = cudaev__channel_from_format(in->res.linear.format, in->res.linear.numChannels);
+    break;
+  case CU_RESOURCE_TYPE_PITCH2D:
+    out->resType = cudaResourceTypePitch2D;
+    out->res.pitch2D.devPtr = (void *)(uintptr_t)in->res.pitch2D.devPtr;
+    out->res.pitch2D.width = in->res.pitch2D.width;
+    out->res.pitch2D.height = in->res.pitch2D.height;
+    out->res.pitch2D.pitchInBytes = in->res.pitch2D.pitchInBytes;
+    out->res.pitch2D.desc = cudaev__channel_from_format(in->res.pitch2D.format, in->res.pitch2D.numChannels);
+    break;
+  }
+}
