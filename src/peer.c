@@ -1,2 +1,39 @@
-/* peer: see the runtime reference section of the same name. */
+/* Peer Device Memory Access: cudaDeviceCanAccessPeer,
+ * cudaDeviceEnablePeerAccess, cudaDeviceDisablePeerAccess.
+ *
+ * Peer access is a property of contexts: the current context (the current
+ * device's primary one, made current if needed) is given access to the
+ * peer device's primary context, which is retained for that, initialising
+ * the peer device as NVIDIA's runtime does. Peer copies are in memory.c. */
 #include "internal.h"
+
+cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice) {
+  CUDAEV_INIT_OR_RETURN();
+  if (canAccessPeer == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (!cudaev__device_valid(device) || !cudaev__device_valid(peerDevice))
+    return cudaev__ret(cudaErrorInvalidDevice);
+  return cudaev__ret_cu(cudaev__drv.cuDeviceCanAccessPeer(canAccessPeer, cudaev__rt.devices[device].dev,
+                                                          cudaev__rt.devices[peerDevice].dev));
+}
+
+static cudaError_t peer_context(int peerDevice, CUcontext *out) {
+  if (!cudaev__device_valid(peerDevice)) return cudaErrorInvalidDevice;
+  return cudaev__primary_ctx(peerDevice, out);
+}
+
+cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
+  CUDAEV_CTX_OR_RETURN();
+  CUcontext peer;
+  cudaError_t e = peer_context(peerDevice, &peer);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if (flags != 0) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuCtxEnablePeerAccess(peer, flags));
+}
+
+cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
+  CUDAEV_CTX_OR_RETURN();
+  CUcontext peer;
+  cudaError_t e = peer_context(peerDevice, &peer);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  return cudaev__ret_cu(cudaev__drv.cuCtxDisablePeerAccess(peer));
+}
