@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${1:-build}
 shift || true
+tools/deps.sh
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$@"
 fi

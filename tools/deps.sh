@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages cudaev builds with, when any is missing
+# (as root, non-interactive, idempotent). The CUDA 13.0 toolkit itself must
+# already be at /usr/local/cuda (or pass -Dtoolkit=... to meson setup).
+set -euo pipefail
+packages="libev-dev libjemalloc-dev libcriterion-dev meson ninja-build pkg-config python3 binutils gcc"
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "deps: missing Debian packages:$missing (run as root, or install them)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
+echo "deps: installed$missing"
