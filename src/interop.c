@@ -1,2 +1,176 @@
-/* interop: see the runtime reference section of the same name. */
+/* External Resource Interoperability and the API-independent part of
+ * Graphics Interoperability (map/unmap/query of registered resources).
+ * The OpenGL, EGL and VDPAU registration functions are not implemented. */
 #include "internal.h"
+
+#include <string.h>
+
+CUDAEV_DECLARE_VARIANT(cudaSignalExternalSemaphoresAsync, _ptsz);
+CUDAEV_DECLARE_VARIANT(cudaWaitExternalSemaphoresAsync, _ptsz);
+
+/* The runtime's descriptors are the driver's, field for field; these
+ * checks keep it so. */
+#define SAME_LAYOUT(rt, drv)                                                   \
+  _Static_assert(sizeof(struct rt) == sizeof(drv), #rt " differs from " #drv)
+SAME_LAYOUT(cudaExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_HANDLE_DESC);
+SAME_LAYOUT(cudaExternalMemoryBufferDesc, CUDA_EXTERNAL_MEMORY_BUFFER_DESC);
+SAME_LAYOUT(cudaExternalSemaphoreHandleDesc, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC);
+SAME_LAYOUT(cudaExternalSemaphoreSignalParams, CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS);
+SAME_LAYOUT(cudaExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS);
+_Static_assert(offsetof(struct cudaExternalMemoryHandleDesc, size) ==
+                   offsetof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size), "size");
+_Static_assert(offsetof(struct cudaExternalMemoryHandleDesc, flags) ==
+                   offsetof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, flags), "flags");
+_Static_assert(offsetof(struct cudaExternalSemaphoreSignalParams, flags) ==
+                   offsetof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, flags), "flags");
+_Static_assert(offsetof(struct cudaExternalSemaphoreWaitParams, flags) ==
+                   offsetof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, flags), "flags");
+_Static_assert((int)cudaExternalMemoryHandleTypeOpaqueFd == (int)CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD &&
+                   (int)cudaExternalMemoryHandleTypeNvSciBuf == (int)CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF,
+               "external memory handle types");
+_Static_assert((int)cudaExternalSemaphoreHandleTypeOpaqueFd == (int)CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD &&
+                   (int)cudaExternalSemaphoreHandleTypeTimelineSemaphoreFd ==
+                       (int)CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+               "external semaphore handle types");
+
+cudaError_t cudaImportExternalMemory(cudaExternalMemory_t *extMem_out,
+                                     const struct cudaExternalMemoryHandleDesc *memHandleDesc) {
+  CUDAEV_CTX_OR_RETURN();
+  if (extMem_out == NULL || memHandleDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuImportExternalMemory(
+      (CUexternalMemory *)extMem_out, (const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *)memHandleDesc));
+}
+
+cudaError_t cudaExternalMemoryGetMappedBuffer(void **devPtr, cudaExternalMemory_t extMem,
+                                              const struct cudaExternalMemoryBufferDesc *bufferDesc) {
+  CUDAEV_CTX_OR_RETURN();
+  if (devPtr == NULL || bufferDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuExternalMemoryGetMappedBuffer(
+      (CUdeviceptr *)devPtr, (CUexternalMemory)extMem,
+      (const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *)bufferDesc));
+}
+
+cudaError_t cudaDestroyExternalMemory(cudaExternalMemory_t extMem) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuDestroyExternalMemory((CUexternalMemory)extMem));
+}
+
+cudaError_t cudaImportExternalSemaphore(cudaExternalSemaphore_t *extSem_out,
+                                        const struct cudaExternalSemaphoreHandleDesc *semHandleDesc) {
+  CUDAEV_CTX_OR_RETURN();
+  if (extSem_out == NULL || semHandleDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuImportExternalSemaphore(
+      (CUexternalSemaphore *)extSem_out,
+      (const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC *)semHandleDesc));
+}
+
+static cudaError_t signal_sems(const cudaExternalSemaphore_t *sems,
+                               const struct cudaExternalSemaphoreSignalParams *params,
+                               unsigned int n, cudaStream_t stream, bool per_thread) {
+  CUDAEV_CTX_OR_RETURN();
+  if (n > 0 && (sems == NULL || params == NULL)) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuSignalExternalSemaphoresAsync(
+      (const CUexternalSemaphore *)sems, (const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *)params, n,
+      cudaev__stream(stream, per_thread)));
+}
+
+static cudaError_t wait_sems(const cudaExternalSemaphore_t *sems,
+                             const struct cudaExternalSemaphoreWaitParams *params, unsigned int n,
+                             cudaStream_t stream, bool per_thread) {
+  CUDAEV_CTX_OR_RETURN();
+  if (n > 0 && (sems == NULL || params == NULL)) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuWaitExternalSemaphoresAsync(
+      (const CUexternalSemaphore *)sems, (const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *)params, n,
+      cudaev__stream(stream, per_thread)));
+}
+
+cudaError_t cudaSignalExternalSemaphoresAsync(const cudaExternalSemaphore_t *extSemArray,
+                                              const struct cudaExternalSemaphoreSignalParams *paramsArray,
+                                              unsigned int numExtSems, cudaStream_t stream) {
+  return signal_sems(extSemArray, paramsArray, numExtSems, stream, false);
+}
+
+cudaError_t cudaSignalExternalSemaphoresAsync_ptsz(
+    const cudaExternalSemaphore_t *extSemArray,
+    const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems,
+    cudaStream_t stream) {
+  return signal_sems(extSemArray, paramsArray, numExtSems, stream, true);
+}
+
+cudaError_t cudaWaitExternalSemaphoresAsync(const cudaExternalSemaphore_t *extSemArray,
+                                            const struct cudaExternalSemaphoreWaitParams *paramsArray,
+                                            unsigned int numExtSems, cudaStream_t stream) {
+  return wait_sems(extSemArray, paramsArray, numExtSems, stream, false);
+}
+
+cudaError_t cudaWaitExternalSemaphoresAsync_ptsz(const cudaExternalSemaphore_t *extSemArray,
+                                                 const struct cudaExternalSemaphoreWaitParams *paramsArray,
+                                                 unsigned int numExtSems, cudaStream_t stream) {
+  return wait_sems(extSemArray, paramsArray, numExtSems, stream, true);
+}
+
+cudaError_t cudaDestroyExternalSemaphore(cudaExternalSemaphore_t extSem) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuDestroyExternalSemaphore((CUexternalSemaphore)extSem));
+}
+
+/* ---- graphics resources (registered through an API-specific call) ------ */
+
+cudaError_t cudaGraphicsUnregisterResource(cudaGraphicsResource_t resource) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuGraphicsUnregisterResource((CUgraphicsResource)resource));
+}
+
+cudaError_t cudaGraphicsResourceSetMapFlags(cudaGraphicsResource_t resource, unsigned int flags) {
+  CUDAEV_CTX_OR_RETURN();
+  /* cudaGraphicsMapFlags{None,ReadOnly,WriteDiscard} are the driver's
+   * CU_GRAPHICS_MAP_RESOURCE_FLAGS_* values. */
+  return cudaev__ret_cu(
+      cudaev__drv.cuGraphicsResourceSetMapFlags((CUgraphicsResource)resource, flags));
+}
+
+cudaError_t cudaGraphicsMapResources(int count, cudaGraphicsResource_t *resources,
+                                     cudaStream_t stream) {
+  CUDAEV_CTX_OR_RETURN();
+  if (count < 0 || (count > 0 && resources == NULL)) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuGraphicsMapResources(
+      (unsigned)count, (CUgraphicsResource *)resources, (CUstream)stream));
+}
+
+cudaError_t cudaGraphicsUnmapResources(int count, cudaGraphicsResource_t *resources,
+                                       cudaStream_t stream) {
+  CUDAEV_CTX_OR_RETURN();
+  if (count < 0 || (count > 0 && resources == NULL)) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuGraphicsUnmapResources(
+      (unsigned)count, (CUgraphicsResource *)resources, (CUstream)stream));
+}
+
+cudaError_t cudaGraphicsResourceGetMappedPointer(void **devPtr, size_t *size,
+                                                 cudaGraphicsResource_t resource) {
+  CUDAEV_CTX_OR_RETURN();
+  if (devPtr == NULL || size == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuGraphicsResourceGetMappedPointer(
+      (CUdeviceptr *)devPtr, size, (CUgraphicsResource)resource));
+}
+
+cudaError_t cudaGraphicsSubResourceGetMappedArray(cudaArray_t *array,
+                                                  cudaGraphicsResource_t resource,
+                                                  unsigned int arrayIndex, unsigned int mipLevel) {
+  CUDAEV_CTX_OR_RETURN();
+  if (array == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuGraphicsSubResourceGetMappedArray(
+      (CUarray *)array, (CUgraphicsResource)resource, arrayIndex, mipLevel));
+}
+
+cudaError_t cudaGraphicsResourceGetMappedMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
+                                                        cudaGraphicsResource_t resource) {
+  CUDAEV_CTX_OR_RETURN();
+  if (mipmappedArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuGraphicsResourceGetMappedMipmappedArray(
+      (CUmipmappedArray *)mipmappedArray, (CUgraphicsResource)resource));
+}
+
+cudaError_t cudaCtxResetPersistingL2Cache(void) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuCtxResetPersistingL2Cache());
+}
