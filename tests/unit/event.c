@@ -1,0 +1,98 @@
+/* Event Management on a fake driver: flag checks before the driver,
+ * per-thread stream mapping of the record functions, elapsed time errors. */
+#include <criterion/criterion.h>
+
+#include "fake_driver.h"
+
+CUDAEV_DECLARE_VARIANT(cudaEventRecord, _ptsz);
+CUDAEV_DECLARE_VARIANT(cudaEventRecordWithFlags, _ptsz);
+
+static int creates;
+static unsigned created_flags;
+static CUresult fake_event_create(CUevent *e, unsigned flags) {
+  creates++;
+  created_flags = flags;
+  *e = (CUevent)(uintptr_t)0xe0;
+  return CUDA_SUCCESS;
+}
+
+static CUstream recorded_on;
+static unsigned recorded_flags;
+static CUresult fake_record(CUevent e, CUstream s) {
+  if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  recorded_on = s;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_record_flags(CUevent e, CUstream s, unsigned flags) {
+  recorded_flags = flags;
+  return fake_record(e, s);
+}
+
+static CUresult elapsed_result;
+static CUresult fake_elapsed(float *ms, CUevent a, CUevent b) {
+  (void)a;
+  (void)b;
+  if (elapsed_result == CUDA_SUCCESS) *ms = 1.5f;
+  return elapsed_result;
+}
+
+static void install(void) {
+  static struct cudaev_driver fake;
+  fake_driver_base(&fake);
+  fake.cuEventCreate = fake_event_create;
+  fake.cuEventRecord = fake_record;
+  fake.cuEventRecordWithFlags = fake_record_flags;
+  fake.cuEventElapsedTime = fake_elapsed;
+  cudaev__driver_install(&fake, 13000);
+}
+
+Test(event, flags_are_checked_before_the_driver) {
+  install();
+  cudaEvent_t e;
+  cr_expect_eq(cudaEventCreateWithFlags(&e, 0x8), cudaErrorInvalidValue);
+  cr_expect_eq(cudaEventCreateWithFlags(&e, cudaEventInterprocess), cudaErrorInvalidValue);
+  cr_expect_eq(cudaEventCreateWithFlags(&e, cudaEventInterprocess | cudaEventBlockingSync),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaEventCreateWithFlags(NULL, 0), cudaErrorInvalidValue);
+  cr_expect_eq(creates, 0);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+
+  cr_expect_eq(cudaEventCreateWithFlags(&e, cudaEventInterprocess | cudaEventDisableTiming),
+               cudaSuccess);
+  cr_expect_eq(created_flags, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING);
+  cr_expect_eq(cudaEventCreateWithFlags(&e, cudaEventBlockingSync), cudaSuccess);
+  cr_expect_eq(created_flags, CU_EVENT_BLOCKING_SYNC);
+  cr_expect_eq(cudaEventCreate(&e), cudaSuccess);
+  cr_expect_eq(created_flags, CU_EVENT_DEFAULT);
+  cr_expect_eq(creates, 3);
+}
+
+Test(event, record_maps_streams_like_every_stream_argument) {
+  install();
+  cudaEvent_t e = (cudaEvent_t)(uintptr_t)0xe0;
+  cr_expect_eq(cudaEventRecord(e, NULL), cudaSuccess);
+  cr_expect_eq(recorded_on, NULL);
+  cr_expect_eq(cudaEventRecord_ptsz(e, NULL), cudaSuccess);
+  cr_expect_eq(recorded_on, CU_STREAM_PER_THREAD);
+  cr_expect_eq(cudaEventRecordWithFlags_ptsz(e, NULL, cudaEventRecordExternal), cudaSuccess);
+  cr_expect_eq(recorded_on, CU_STREAM_PER_THREAD);
+  cr_expect_eq(recorded_flags, CU_EVENT_RECORD_EXTERNAL);
+  cr_expect_eq(cudaEventRecordWithFlags(e, cudaStreamLegacy, 0), cudaSuccess);
+  cr_expect_eq(recorded_on, CU_STREAM_LEGACY);
+  cr_expect_eq(cudaEventRecord(NULL, NULL), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+}
+
+Test(event, elapsed_time_errors) {
+  install();
+  cudaEvent_t a = (cudaEvent_t)(uintptr_t)0xa, b = (cudaEvent_t)(uintptr_t)0xb;
+  float ms = 0;
+  cr_expect_eq(cudaEventElapsedTime(NULL, a, b), cudaErrorInvalidValue);
+  elapsed_result = CUDA_ERROR_NOT_READY;
+  cr_expect_eq(cudaEventElapsedTime(&ms, a, b), cudaErrorNotReady);
+  elapsed_result = CUDA_ERROR_INVALID_HANDLE;
+  cr_expect_eq(cudaEventElapsedTime(&ms, a, b), cudaErrorInvalidResourceHandle);
+  elapsed_result = CUDA_SUCCESS;
+  cr_expect_eq(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
+  cr_expect_float_eq(ms, 1.5f, 1e-6);
+}
