@@ -1,2 +1,421 @@
-/* execution: see the runtime reference section of the same name. */
-#include "internal.h"
+/* Execution Control: kernel launches and kernel attributes.
+ *
+ * The launch path is the hottest code in the library. A launch finds the
+ * kernel's record (no lookup at all from nvcc's <<<>>>, whose handle is
+ * the record; one lock-free hash probe from cudaLaunchKernel), reads its
+ * CUkernel and hands that straight to cuLaunchKernel, which accepts a
+ * context-less CUkernel cast to CUfunction and runs it in the stream's
+ * context (or the current one). No lock, no allocation, one driver call.
+ * Only when the driver refuses does the slow path make a context current
+ * and retry, or work out which error NVIDIA's runtime would report. */
+#include "register.h"
+
+#include <stddef.h>
+
+/* ---- cudaLaunchAttribute is CUlaunchAttribute ------------------------------ */
+
+#define SAME_VALUE(a, b) _Static_assert((int)(a) == (int)(b), #a " != " #b)
+#define SAME_MEMBER(m, cm)                                                              \
+  _Static_assert(offsetof(cudaLaunchAttributeValue, m) == offsetof(CUlaunchAttributeValue, cm) && \
+                     sizeof(((cudaLaunchAttributeValue *)0)->m) ==                      \
+                         sizeof(((CUlaunchAttributeValue *)0)->cm),                     \
+                 "launch attribute member " #m)
+
+_Static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "launch attribute size");
+_Static_assert(offsetof(cudaLaunchAttribute, val) == offsetof(CUlaunchAttribute, value),
+               "launch attribute value offset");
+_Static_assert(sizeof(cudaLaunchAttributeID) == sizeof(CUlaunchAttributeID), "attribute id size");
+SAME_VALUE(cudaLaunchAttributeIgnore, CU_LAUNCH_ATTRIBUTE_IGNORE);
+SAME_VALUE(cudaLaunchAttributeAccessPolicyWindow, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
+SAME_VALUE(cudaLaunchAttributeCooperative, CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
+SAME_VALUE(cudaLaunchAttributeSynchronizationPolicy, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY);
+SAME_VALUE(cudaLaunchAttributeClusterDimension, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+SAME_VALUE(cudaLaunchAttributeClusterSchedulingPolicyPreference,
+           CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE);
+SAME_VALUE(cudaLaunchAttributeProgrammaticStreamSerialization,
+           CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+SAME_VALUE(cudaLaunchAttributeProgrammaticEvent, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT);
+SAME_VALUE(cudaLaunchAttributePriority, CU_LAUNCH_ATTRIBUTE_PRIORITY);
+SAME_VALUE(cudaLaunchAttributeMemSyncDomainMap, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP);
+SAME_VALUE(cudaLaunchAttributeMemSyncDomain, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN);
+SAME_VALUE(cudaLaunchAttributePreferredClusterDimension,
+           CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION);
+SAME_VALUE(cudaLaunchAttributeLaunchCompletionEvent, CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT);
+SAME_VALUE(cudaLaunchAttributeDeviceUpdatableKernelNode,
+           CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE);
+SAME_VALUE(cudaLaunchAttributePreferredSharedMemoryCarveout,
+           CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
+SAME_VALUE(cudaLaunchAttributeNvlinkUtilCentricScheduling,
+           CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING);
+SAME_MEMBER(accessPolicyWindow, accessPolicyWindow);
+SAME_MEMBER(accessPolicyWindow.base_ptr, accessPolicyWindow.base_ptr);
+SAME_MEMBER(accessPolicyWindow.num_bytes, accessPolicyWindow.num_bytes);
+SAME_MEMBER(accessPolicyWindow.hitRatio, accessPolicyWindow.hitRatio);
+SAME_MEMBER(accessPolicyWindow.hitProp, accessPolicyWindow.hitProp);
+SAME_MEMBER(accessPolicyWindow.missProp, accessPolicyWindow.missProp);
+SAME_VALUE(cudaAccessPropertyNormal, CU_ACCESS_PROPERTY_NORMAL);
+SAME_VALUE(cudaAccessPropertyStreaming, CU_ACCESS_PROPERTY_STREAMING);
+SAME_VALUE(cudaAccessPropertyPersisting, CU_ACCESS_PROPERTY_PERSISTING);
+SAME_MEMBER(cooperative, cooperative);
+SAME_MEMBER(syncPolicy, syncPolicy);
+SAME_VALUE(cudaSyncPolicyAuto, CU_SYNC_POLICY_AUTO);
+SAME_VALUE(cudaSyncPolicySpin, CU_SYNC_POLICY_SPIN);
+SAME_VALUE(cudaSyncPolicyYield, CU_SYNC_POLICY_YIELD);
+SAME_VALUE(cudaSyncPolicyBlockingSync, CU_SYNC_POLICY_BLOCKING_SYNC);
+SAME_MEMBER(clusterDim, clusterDim);
+SAME_MEMBER(clusterSchedulingPolicyPreference, clusterSchedulingPolicyPreference);
+SAME_VALUE(cudaClusterSchedulingPolicyDefault, CU_CLUSTER_SCHEDULING_POLICY_DEFAULT);
+SAME_VALUE(cudaClusterSchedulingPolicySpread, CU_CLUSTER_SCHEDULING_POLICY_SPREAD);
+SAME_VALUE(cudaClusterSchedulingPolicyLoadBalancing, CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING);
+SAME_MEMBER(programmaticStreamSerializationAllowed, programmaticStreamSerializationAllowed);
+SAME_MEMBER(programmaticEvent, programmaticEvent);
+SAME_MEMBER(programmaticEvent.event, programmaticEvent.event);
+SAME_MEMBER(programmaticEvent.flags, programmaticEvent.flags);
+SAME_MEMBER(programmaticEvent.triggerAtBlockStart, programmaticEvent.triggerAtBlockStart);
+SAME_MEMBER(priority, priority);
+SAME_MEMBER(memSyncDomainMap, memSyncDomainMap);
+SAME_MEMBER(memSyncDomainMap.default_, memSyncDomainMap.default_);
+SAME_MEMBER(memSyncDomainMap.remote, memSyncDomainMap.remote);
+SAME_MEMBER(memSyncDomain, memSyncDomain);
+SAME_VALUE(cudaLaunchMemSyncDomainDefault, CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT);
+SAME_VALUE(cudaLaunchMemSyncDomainRemote, CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE);
+SAME_MEMBER(preferredClusterDim, preferredClusterDim);
+SAME_MEMBER(launchCompletionEvent, launchCompletionEvent);
+SAME_MEMBER(launchCompletionEvent.event, launchCompletionEvent.event);
+SAME_MEMBER(launchCompletionEvent.flags, launchCompletionEvent.flags);
+SAME_MEMBER(deviceUpdatableKernelNode, deviceUpdatableKernelNode);
+SAME_MEMBER(deviceUpdatableKernelNode.deviceUpdatable, deviceUpdatableKernelNode.deviceUpdatable);
+SAME_MEMBER(deviceUpdatableKernelNode.devNode, deviceUpdatableKernelNode.devNode);
+SAME_MEMBER(sharedMemCarveout, sharedMemCarveout);
+SAME_MEMBER(nvlinkUtilCentricScheduling, nvlinkUtilCentricScheduling);
+/* cudaFuncAttribute and cudaFuncCache are the driver's enums. */
+SAME_VALUE(cudaFuncAttributeMaxDynamicSharedMemorySize, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+SAME_VALUE(cudaFuncAttributePreferredSharedMemoryCarveout,
+           CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
+SAME_VALUE(cudaFuncAttributeClusterDimMustBeSet, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET);
+SAME_VALUE(cudaFuncAttributeRequiredClusterWidth, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH);
+SAME_VALUE(cudaFuncAttributeRequiredClusterHeight, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT);
+SAME_VALUE(cudaFuncAttributeRequiredClusterDepth, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH);
+SAME_VALUE(cudaFuncAttributeNonPortableClusterSizeAllowed,
+           CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED);
+SAME_VALUE(cudaFuncAttributeClusterSchedulingPolicyPreference,
+           CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE);
+SAME_VALUE(cudaFuncAttributeMax, CU_FUNC_ATTRIBUTE_MAX);
+SAME_VALUE(cudaFuncCachePreferNone, CU_FUNC_CACHE_PREFER_NONE);
+SAME_VALUE(cudaFuncCachePreferShared, CU_FUNC_CACHE_PREFER_SHARED);
+SAME_VALUE(cudaFuncCachePreferL1, CU_FUNC_CACHE_PREFER_L1);
+SAME_VALUE(cudaFuncCachePreferEqual, CU_FUNC_CACHE_PREFER_EQUAL);
+
+/* ---- launch ---------------------------------------------------------------- */
+
+CUDAEV_DECLARE_VARIANT(cudaLaunchKernel, _ptsz);
+CUDAEV_DECLARE_VARIANT(cudaLaunchKernelExC, _ptsz);
+CUDAEV_DECLARE_VARIANT(cudaLaunchCooperativeKernel, _ptsz);
+
+/* Called by nvcc's <<<>>> code (crt/device_functions.h) with the handle
+ * __cudaGetKernel wrote. */
+CUDAEV_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                             void **args, size_t sharedMem, cudaStream_t stream);
+CUDAEV_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim,
+                                                  dim3 blockDim, void **args, size_t sharedMem,
+                                                  cudaStream_t stream);
+
+enum launch_kind { LAUNCH_PLAIN, LAUNCH_COOPERATIVE };
+
+static inline bool dims_zero(dim3 g, dim3 b) {
+  return g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0;
+}
+
+/* Whether the dimensions exceed the current device's limits: the launch
+ * was refused for its configuration, which NVIDIA's runtime reports as
+ * cudaErrorInvalidConfiguration rather than the driver's invalid value. */
+static bool dims_exceed_device(dim3 g, dim3 b) {
+  if (dims_zero(g, b)) return true;
+  CUdevice dev;
+  if (cudaev__drv.cuCtxGetDevice(&dev, NULL) != CUDA_SUCCESS) return false;
+  static const CUdevice_attribute attrs[7] = {
+      CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+      CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+      CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+      CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK};
+  int lim[7];
+  for (int i = 0; i < 7; i++)
+    if (cudaev__drv.cuDeviceGetAttribute(&lim[i], attrs[i], dev) != CUDA_SUCCESS) return false;
+  unsigned long long threads = (unsigned long long)b.x * b.y * b.z;
+  return b.x > (unsigned)lim[0] || b.y > (unsigned)lim[1] || b.z > (unsigned)lim[2] ||
+         g.x > (unsigned)lim[3] || g.y > (unsigned)lim[4] || g.z > (unsigned)lim[5] ||
+         threads > (unsigned long long)lim[6];
+}
+
+static CUresult drv_launch(enum launch_kind kind, CUkernel k, dim3 g, dim3 b, void **args,
+                           size_t smem, CUstream s) {
+  if (kind == LAUNCH_COOPERATIVE)
+    return cudaev__drv.cuLaunchCooperativeKernel((CUfunction)k, g.x, g.y, g.z, b.x, b.y, b.z,
+                                                 (unsigned)smem, s, args);
+  return cudaev__drv.cuLaunchKernel((CUfunction)k, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)smem,
+                                    s, args, NULL);
+}
+
+/* Everything but the first successful try: resolution, validation, a
+ * context made current, the error NVIDIA reports. Records the error. */
+static __attribute__((noinline)) cudaError_t launch_slow(enum launch_kind kind,
+                                                         struct cudaev_kfunc *f, CUkernel k,
+                                                         CUresult r, dim3 g, dim3 b,
+                                                         void **args, size_t smem, CUstream s) {
+  if (f == NULL) {
+    cudaError_t e = cudaev__init();
+    return cudaev__ret(e != cudaSuccess ? e : cudaErrorInvalidDeviceFunction);
+  }
+  if (k == NULL) {
+    cudaError_t e = cudaev__kfunc_kernel(f, &k);
+    if (e != cudaSuccess) return cudaev__ret(e);
+    if (dims_zero(g, b)) return cudaev__ret(cudaErrorInvalidConfiguration);
+    if (smem > 0xffffffffu) return cudaev__ret(cudaErrorInvalidValue);
+    r = drv_launch(kind, k, g, b, args, smem, s);
+  }
+  if (r == CUDA_ERROR_INVALID_CONTEXT) {
+    /* No context current yet: make the device's primary context current,
+     * as every runtime call does, and try again. */
+    cudaError_t c = cudaev__ctx();
+    if (c != cudaSuccess) return cudaev__ret(c);
+    r = drv_launch(kind, k, g, b, args, smem, s);
+  }
+  if (r == CUDA_SUCCESS) return cudaSuccess;
+  if (r == CUDA_ERROR_INVALID_VALUE && dims_exceed_device(g, b))
+    return cudaev__ret(cudaErrorInvalidConfiguration);
+  return cudaev__ret_cu(r);
+}
+
+static inline cudaError_t launch(enum launch_kind kind, struct cudaev_kfunc *f, dim3 g, dim3 b,
+                                 void **args, size_t smem, cudaStream_t stream, bool per_thread) {
+  CUstream s = cudaev__stream(stream, per_thread);
+  if (CUDAEV_UNLIKELY(f == NULL)) return launch_slow(kind, f, NULL, CUDA_SUCCESS, g, b, args, smem, s);
+  CUkernel k = atomic_load_explicit(&f->kernel, memory_order_acquire);
+  if (CUDAEV_UNLIKELY(k == NULL)) return launch_slow(kind, f, NULL, CUDA_SUCCESS, g, b, args, smem, s);
+  if (CUDAEV_UNLIKELY(dims_zero(g, b))) {
+    cudaError_t e = cudaev__init();
+    return cudaev__ret(e != cudaSuccess ? e : cudaErrorInvalidConfiguration);
+  }
+  if (CUDAEV_UNLIKELY(smem > 0xffffffffu)) return cudaev__ret(cudaErrorInvalidValue);
+  CUresult r = drv_launch(kind, k, g, b, args, smem, s);
+  if (CUDAEV_LIKELY(r == CUDA_SUCCESS)) return cudaSuccess;
+  return launch_slow(kind, f, k, r, g, b, args, smem, s);
+}
+
+/* The record behind a handle from __cudaGetKernel: the record itself, or
+ * (if __cudaGetKernel could not find one) the stub it wrote first. */
+static inline struct cudaev_kfunc *handle_kfunc(cudaKernel_t kernel) {
+  struct cudaev_kfunc *f = (struct cudaev_kfunc *)kernel;
+  if (CUDAEV_LIKELY(f != NULL && f->magic == CUDAEV_KFUNC_MAGIC)) return f;
+  return cudaev__kfunc_find(kernel);
+}
+
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+                               size_t sharedMem, cudaStream_t stream) {
+  return launch(LAUNCH_PLAIN, handle_kfunc(kernel), gridDim, blockDim, args, sharedMem, stream,
+                false);
+}
+
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                    void **args, size_t sharedMem, cudaStream_t stream) {
+  return launch(LAUNCH_PLAIN, handle_kfunc(kernel), gridDim, blockDim, args, sharedMem, stream,
+                true);
+}
+
+cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                             size_t sharedMem, cudaStream_t stream) {
+  return launch(LAUNCH_PLAIN, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
+                stream, false);
+}
+
+cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                  size_t sharedMem, cudaStream_t stream) {
+  return launch(LAUNCH_PLAIN, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
+                stream, true);
+}
+
+cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim,
+                                        void **args, size_t sharedMem, cudaStream_t stream) {
+  return launch(LAUNCH_COOPERATIVE, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
+                stream, false);
+}
+
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
+                                             void **args, size_t sharedMem, cudaStream_t stream) {
+  return launch(LAUNCH_COOPERATIVE, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
+                stream, true);
+}
+
+static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func, void **args,
+                             bool per_thread) {
+  CUDAEV_INIT_OR_RETURN();
+  if (config == NULL || (config->numAttrs != 0 && config->attrs == NULL))
+    return cudaev__ret(cudaErrorInvalidValue);
+  CUkernel k;
+  cudaError_t e = cudaev__kernel_lookup(func, &k);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if (dims_zero(config->gridDim, config->blockDim))
+    return cudaev__ret(cudaErrorInvalidConfiguration);
+  CUlaunchConfig c;
+  if (!cudaev__launch_config(config, &c, per_thread)) return cudaev__ret(cudaErrorInvalidValue);
+  CUresult r = cudaev__drv.cuLaunchKernelEx(&c, (CUfunction)k, args, NULL);
+  if (CUDAEV_LIKELY(r == CUDA_SUCCESS)) return cudaSuccess;
+  if (r == CUDA_ERROR_INVALID_CONTEXT) {
+    e = cudaev__ctx();
+    if (e != cudaSuccess) return cudaev__ret(e);
+    r = cudaev__drv.cuLaunchKernelEx(&c, (CUfunction)k, args, NULL);
+    if (r == CUDA_SUCCESS) return cudaSuccess;
+  }
+  if (r == CUDA_ERROR_INVALID_VALUE && dims_exceed_device(config->gridDim, config->blockDim))
+    return cudaev__ret(cudaErrorInvalidConfiguration);
+  return cudaev__ret_cu(r);
+}
+
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args) {
+  return launch_ex(config, func, args, false);
+}
+
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
+                                     void **args) {
+  return launch_ex(config, func, args, true);
+}
+
+/* ---- kernel attributes ------------------------------------------------------ */
+
+/* The kernel behind `func` and the CUdevice of the current context (made
+ * current first, as NVIDIA's runtime does for these calls). */
+static cudaError_t kernel_and_device(const void *func, CUkernel *k, CUdevice *dev) {
+  cudaError_t e = cudaev__ctx();
+  if (e != cudaSuccess) return e;
+  e = cudaev__kernel_lookup(func, k);
+  if (e != cudaSuccess) return e;
+  return cudaev__error_from_cu(cudaev__drv.cuCtxGetDevice(dev, NULL));
+}
+
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func) {
+  CUDAEV_INIT_OR_RETURN();
+  if (attr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUkernel k;
+  CUdevice dev;
+  cudaError_t e = kernel_and_device(func, &k, &dev);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  int v[CU_FUNC_ATTRIBUTE_MAX];
+  for (int a = 0; a < CU_FUNC_ATTRIBUTE_MAX; a++) {
+    CUresult r = cudaev__drv.cuKernelGetAttribute(&v[a], (CUfunction_attribute)a, k, dev);
+    if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  }
+  struct cudaFuncAttributes out = {0};
+  out.maxThreadsPerBlock = v[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
+  out.sharedSizeBytes = (size_t)v[CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES];
+  out.constSizeBytes = (size_t)v[CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES];
+  out.localSizeBytes = (size_t)v[CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES];
+  out.numRegs = v[CU_FUNC_ATTRIBUTE_NUM_REGS];
+  out.ptxVersion = v[CU_FUNC_ATTRIBUTE_PTX_VERSION];
+  out.binaryVersion = v[CU_FUNC_ATTRIBUTE_BINARY_VERSION];
+  out.cacheModeCA = v[CU_FUNC_ATTRIBUTE_CACHE_MODE_CA];
+  out.maxDynamicSharedSizeBytes = v[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES];
+  out.preferredShmemCarveout = v[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT];
+  out.clusterDimMustBeSet = v[CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET];
+  out.requiredClusterWidth = v[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH];
+  out.requiredClusterHeight = v[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT];
+  out.requiredClusterDepth = v[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH];
+  out.clusterSchedulingPolicyPreference = v[CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE];
+  out.nonPortableClusterSizeAllowed = v[CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED];
+  *attr = out;
+  return cudaSuccess;
+}
+
+/* Only the attributes cudaFuncSetAttribute documents are writable. */
+static bool settable(enum cudaFuncAttribute attr) {
+  return attr >= cudaFuncAttributeMaxDynamicSharedMemorySize && attr < cudaFuncAttributeMax;
+}
+
+cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value) {
+  CUDAEV_INIT_OR_RETURN();
+  CUkernel k;
+  CUdevice dev;
+  cudaError_t e = kernel_and_device(func, &k, &dev);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if (!settable(attr)) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(
+      cudaev__drv.cuKernelSetAttribute((CUfunction_attribute)attr, value, k, dev));
+}
+
+cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr,
+                                            int value, int device) {
+  CUDAEV_INIT_OR_RETURN();
+  if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
+  CUkernel k;
+  cudaError_t e = cudaev__kernel_lookup(kernel, &k);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if (!settable(attr)) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuKernelSetAttribute((CUfunction_attribute)attr, value, k,
+                                                         cudaev__rt.devices[device].dev));
+}
+
+cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCache cacheConfig) {
+  CUDAEV_INIT_OR_RETURN();
+  CUkernel k;
+  CUdevice dev;
+  cudaError_t e = kernel_and_device(func, &k, &dev);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if ((unsigned)cacheConfig > cudaFuncCachePreferEqual) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuKernelSetCacheConfig(k, (CUfunc_cache)cacheConfig, dev));
+}
+
+/* Deprecated: the bank size is fixed on every GPU CUDA 13 supports; the
+ * driver's (also deprecated) call still validates it. */
+cudaError_t cudaFuncSetSharedMemConfig(const void *func, enum cudaSharedMemConfig config) {
+  CUDAEV_CTX_OR_RETURN();
+  CUfunction fn;
+  cudaError_t e = cudaev__func_lookup(func, &fn);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if ((unsigned)config > cudaSharedMemBankSizeEightByte) return cudaev__ret(cudaErrorInvalidValue);
+  CUresult r = cudaev__drv.cuFuncSetSharedMemConfig(fn, (CUsharedconfig)config);
+  return r == CUDA_ERROR_NOT_SUPPORTED ? cudaSuccess : cudaev__ret_cu(r);
+}
+
+cudaError_t cudaFuncGetName(const char **name, const void *func) {
+  CUDAEV_INIT_OR_RETURN();
+  if (name == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  struct cudaev_kfunc *f = cudaev__kfunc_find(func);
+  if (f == NULL) return cudaev__ret(cudaErrorInvalidDeviceFunction);
+  if (f->name != NULL) {
+    *name = f->name;
+    return cudaSuccess;
+  }
+  CUkernel k;
+  cudaError_t e = cudaev__kfunc_kernel(f, &k);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  return cudaev__ret_cu(cudaev__drv.cuKernelGetName(name, k));
+}
+
+cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset,
+                                 size_t *paramSize) {
+  CUDAEV_INIT_OR_RETURN();
+  CUkernel k;
+  cudaError_t e = cudaev__kernel_lookup(func, &k);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if (paramOffset == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuKernelGetParamInfo(k, paramIndex, paramOffset, paramSize));
+}
+
+cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr) {
+  CUDAEV_INIT_OR_RETURN();
+  if (kernelPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUkernel k;
+  cudaError_t e = cudaev__kernel_lookup(entryFuncAddr, &k);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  *kernelPtr = (cudaKernel_t)k;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr) {
+  CUDAEV_CTX_OR_RETURN();
+  if (functionPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUfunction fn;
+  cudaError_t e = cudaev__func_lookup(symbolPtr, &fn);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  *functionPtr = (cudaFunction_t)fn;
+  return cudaSuccess;
+}

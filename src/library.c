@@ -1,2 +1,118 @@
-/* library: see the runtime reference section of the same name. */
-#include "internal.h"
+/* Library Management: cudaLibrary_t and cudaKernel_t are the driver's
+ * CUlibrary and CUkernel. Kernels handed out here are adopted by the
+ * registry (register.h) so they can be launched cast to void*. */
+#include "register.h"
+
+_Static_assert(sizeof(enum cudaJitOption) == sizeof(CUjit_option), "jit option size");
+_Static_assert(sizeof(enum cudaLibraryOption) == sizeof(CUlibraryOption), "library option size");
+_Static_assert((int)cudaJitMaxRegisters == CU_JIT_MAX_REGISTERS &&
+                   (int)cudaJitThreadsPerBlock == CU_JIT_THREADS_PER_BLOCK &&
+                   (int)cudaJitWallTime == CU_JIT_WALL_TIME &&
+                   (int)cudaJitInfoLogBuffer == CU_JIT_INFO_LOG_BUFFER &&
+                   (int)cudaJitInfoLogBufferSizeBytes == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES &&
+                   (int)cudaJitErrorLogBuffer == CU_JIT_ERROR_LOG_BUFFER &&
+                   (int)cudaJitErrorLogBufferSizeBytes == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES &&
+                   (int)cudaJitOptimizationLevel == CU_JIT_OPTIMIZATION_LEVEL &&
+                   (int)cudaJitFallbackStrategy == CU_JIT_FALLBACK_STRATEGY &&
+                   (int)cudaJitGenerateDebugInfo == CU_JIT_GENERATE_DEBUG_INFO &&
+                   (int)cudaJitLogVerbose == CU_JIT_LOG_VERBOSE &&
+                   (int)cudaJitGenerateLineInfo == CU_JIT_GENERATE_LINE_INFO &&
+                   (int)cudaJitCacheMode == CU_JIT_CACHE_MODE &&
+                   (int)cudaJitPositionIndependentCode == CU_JIT_POSITION_INDEPENDENT_CODE &&
+                   (int)cudaJitMinCtaPerSm == CU_JIT_MIN_CTA_PER_SM &&
+                   (int)cudaJitMaxThreadsPerBlock == CU_JIT_MAX_THREADS_PER_BLOCK &&
+                   (int)cudaJitOverrideDirectiveValues == CU_JIT_OVERRIDE_DIRECTIVE_VALUES,
+               "cudaJitOption is CUjit_option");
+_Static_assert((int)cudaLibraryHostUniversalFunctionAndDataTable ==
+                       CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE &&
+                   (int)cudaLibraryBinaryIsPreserved == CU_LIBRARY_BINARY_IS_PRESERVED,
+               "cudaLibraryOption is CUlibraryOption");
+
+cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code,
+                                enum cudaJitOption *jitOptions, void **jitOptionsValues,
+                                unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions,
+                                void **libraryOptionValues, unsigned int numLibraryOptions) {
+  CUDAEV_INIT_OR_RETURN();
+  if (library == NULL || code == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuLibraryLoadData(
+      (CUlibrary *)library, code, (CUjit_option *)jitOptions, jitOptionsValues, numJitOptions,
+      (CUlibraryOption *)libraryOptions, libraryOptionValues, numLibraryOptions));
+}
+
+cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *fileName,
+                                    enum cudaJitOption *jitOptions, void **jitOptionsValues,
+                                    unsigned int numJitOptions,
+                                    enum cudaLibraryOption *libraryOptions,
+                                    void **libraryOptionValues, unsigned int numLibraryOptions) {
+  CUDAEV_INIT_OR_RETURN();
+  if (library == NULL || fileName == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuLibraryLoadFromFile(
+      (CUlibrary *)library, fileName, (CUjit_option *)jitOptions, jitOptionsValues, numJitOptions,
+      (CUlibraryOption *)libraryOptions, libraryOptionValues, numLibraryOptions));
+}
+
+cudaError_t cudaLibraryUnload(cudaLibrary_t library) {
+  CUDAEV_INIT_OR_RETURN();
+  if (library == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  cudaev__library_forget((CUlibrary)library);
+  return cudaev__ret_cu(cudaev__drv.cuLibraryUnload((CUlibrary)library));
+}
+
+cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name) {
+  CUDAEV_INIT_OR_RETURN();
+  if (pKernel == NULL || name == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUkernel k = NULL;
+  CUresult r = cudaev__drv.cuLibraryGetKernel(&k, (CUlibrary)library, name);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  if (cudaev__kernel_adopt(k, (CUlibrary)library)) return cudaev__ret(cudaErrorMemoryAllocation);
+  *pKernel = (cudaKernel_t)k;
+  return cudaSuccess;
+}
+
+cudaError_t cudaLibraryGetKernelCount(unsigned int *count, cudaLibrary_t lib) {
+  CUDAEV_INIT_OR_RETURN();
+  if (count == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuLibraryGetKernelCount(count, (CUlibrary)lib));
+}
+
+cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsigned int numKernels,
+                                        cudaLibrary_t lib) {
+  CUDAEV_INIT_OR_RETURN();
+  if (kernels == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUresult r = cudaev__drv.cuLibraryEnumerateKernels((CUkernel *)kernels, numKernels,
+                                                     (CUlibrary)lib);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  for (unsigned i = 0; i < numKernels && kernels[i] != NULL; i++)
+    if (cudaev__kernel_adopt((CUkernel)kernels[i], (CUlibrary)lib))
+      return cudaev__ret(cudaErrorMemoryAllocation);
+  return cudaSuccess;
+}
+
+/* Global addresses are per context: make one current first. */
+cudaError_t cudaLibraryGetGlobal(void **dptr, size_t *bytes, cudaLibrary_t library,
+                                 const char *name) {
+  CUDAEV_CTX_OR_RETURN();
+  if (dptr == NULL || name == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUdeviceptr p = 0;
+  CUresult r = cudaev__drv.cuLibraryGetGlobal(&p, bytes, (CUlibrary)library, name);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  *dptr = (void *)(uintptr_t)p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaLibraryGetManaged(void **dptr, size_t *bytes, cudaLibrary_t library,
+                                  const char *name) {
+  CUDAEV_CTX_OR_RETURN();
+  if (dptr == NULL || name == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUdeviceptr p = 0;
+  CUresult r = cudaev__drv.cuLibraryGetManaged(&p, bytes, (CUlibrary)library, name);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  *dptr = (void *)(uintptr_t)p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaLibraryGetUnifiedFunction(void **fptr, cudaLibrary_t library, const char *symbol) {
+  CUDAEV_INIT_OR_RETURN();
+  if (fptr == NULL || symbol == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuLibraryGetUnifiedFunction(fptr, (CUlibrary)library, symbol));
+}

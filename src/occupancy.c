@@ -1,2 +1,71 @@
-/* occupancy: see the runtime reference section of the same name. */
-#include "internal.h"
+/* Occupancy: the driver's calculators, given the CUkernel cast to
+ * CUfunction (which they accept; the current context supplies the device).
+ * The C++ templates of cuda_runtime.h (cudaOccupancyMaxPotentialBlockSize*
+ * and the *VariableSMem ones) are built on these in the program itself. */
+#include "register.h"
+
+_Static_assert(cudaOccupancyDefault == CU_OCCUPANCY_DEFAULT, "occupancy flags");
+_Static_assert(cudaOccupancyDisableCachingOverride == CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE,
+               "occupancy flags");
+
+/* Makes a context current and finds the kernel; the error is recorded. */
+static cudaError_t occupancy_kernel(const void *func, CUkernel *k) {
+  cudaError_t e = cudaev__ctx();
+  if (e == cudaSuccess) e = cudaev__kernel_lookup(func, k);
+  return e == cudaSuccess ? e : cudaev__ret(e);
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks,
+                                                                   const void *func,
+                                                                   int blockSize,
+                                                                   size_t dynamicSMemSize,
+                                                                   unsigned int flags) {
+  if (numBlocks == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUkernel k;
+  cudaError_t e = occupancy_kernel(func, &k);
+  if (e != cudaSuccess) return e;
+  if (flags & ~(unsigned)cudaOccupancyDisableCachingOverride)
+    return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+      numBlocks, (CUfunction)k, blockSize, dynamicSMemSize, flags));
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func,
+                                                          int blockSize, size_t dynamicSMemSize) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
+                                                                dynamicSMemSize,
+                                                                cudaOccupancyDefault);
+}
+
+cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, const void *func,
+                                                      int numBlocks, int blockSize) {
+  if (dynamicSmemSize == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUkernel k;
+  cudaError_t e = occupancy_kernel(func, &k);
+  if (e != cudaSuccess) return e;
+  return cudaev__ret_cu(cudaev__drv.cuOccupancyAvailableDynamicSMemPerBlock(
+      dynamicSmemSize, (CUfunction)k, numBlocks, blockSize));
+}
+
+cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func,
+                                           const cudaLaunchConfig_t *launchConfig) {
+  if (numClusters == NULL || launchConfig == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUkernel k;
+  cudaError_t e = occupancy_kernel(func, &k);
+  if (e != cudaSuccess) return e;
+  CUlaunchConfig c;
+  if (!cudaev__launch_config(launchConfig, &c, false)) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuOccupancyMaxActiveClusters(numClusters, (CUfunction)k, &c));
+}
+
+cudaError_t cudaOccupancyMaxPotentialClusterSize(int *clusterSize, const void *func,
+                                                 const cudaLaunchConfig_t *launchConfig) {
+  if (clusterSize == NULL || launchConfig == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUkernel k;
+  cudaError_t e = occupancy_kernel(func, &k);
+  if (e != cudaSuccess) return e;
+  CUlaunchConfig c;
+  if (!cudaev__launch_config(launchConfig, &c, false)) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(
+      cudaev__drv.cuOccupancyMaxPotentialClusterSize(clusterSize, (CUfunction)k, &c));
+}
