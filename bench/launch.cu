@@ -1,0 +1,130 @@
+/* Launch and synchronisation costs (issues 4 and 5).
+ *
+ * launch_enqueue_us           100,000 empty <<<1,1>>> launches back to back on a
+ *                             non-blocking stream; one sample = host time of a
+ *                             batch of 1,000 launches / 1,000 (no sync in between,
+ *                             as NVIDIA's reference figure was taken).
+ * launch_sync_rtt_us          empty launch + cudaStreamSynchronize.
+ * stream_sync_idle_us         cudaStreamSynchronize on an idle stream.
+ * event_sync_rtt_us           launch + cudaEventRecord + cudaEventSynchronize,
+ *                             default event (spin/yield wait).
+ * event_blocking_sync_rtt_us  the same with a cudaEventBlockingSync event.
+ * event_query_spin_rtt_us     launch + record + cudaEventQuery until it is done.
+ * device_sync_rtt_us          empty launch + cudaDeviceSynchronize.
+ */
+#include "common.h"
+
+#include <vector>
+
+__global__ void empty_kernel() {}
+
+template <class F> static void latency(const char *metric, int warm, int n, F f) {
+  std::vector<double> v((size_t)n);
+  for (int i = 0; i < warm; i++) f();
+  for (int i = 0; i < n; i++) {
+    uint64_t t0 = bench_now_ns();
+    f();
+    v[(size_t)i] = bench_us(t0, bench_now_ns());
+  }
+  bench_unit(metric, "us");
+  for (double x : v) bench_sample(metric, x);
+}
+
+int main(int argc, char **argv) {
+  bench_init(argc, argv);
+  cudaStream_t s;
+  CHECK(cudaSetDevice(0));
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  empty_kernel<<<1, 1, 0, s>>>();
+  CHECK_LAUNCH();
+  CHECK(cudaStreamSynchronize(s));
+
+  if (bench_begin("launch_enqueue")) {
+    const int batch = 1000, batches = 100;
+    std::vector<double> v(batches);
+    for (int i = 0; i < 10 * batch; i++) empty_kernel<<<1, 1, 0, s>>>();
+    CHECK_LAUNCH();
+    CHECK(cudaStreamSynchronize(s));
+    uint64_t t0 = bench_now_ns();
+    for (int b = 0; b < batches; b++) {
+      for (int i = 0; i < batch; i++) empty_kernel<<<1, 1, 0, s>>>();
+      uint64_t t1 = bench_now_ns();
+      v[(size_t)b] = bench_us(t0, t1) / batch;
+      t0 = t1;
+    }
+    CHECK_LAUNCH();
+    CHECK(cudaStreamSynchronize(s));
+    bench_unit("launch_enqueue_us", "us");
+    for (double x : v) bench_sample("launch_enqueue_us", x);
+    bench_end();
+  }
+
+  if (bench_begin("launch_sync_rtt")) {
+    latency("launch_sync_rtt_us", 500, 10000, [&] {
+      empty_kernel<<<1, 1, 0, s>>>();
+      CHECK_LAUNCH();
+      CHECK(cudaStreamSynchronize(s));
+    });
+    bench_end();
+  }
+
+  if (bench_begin("stream_sync_idle")) {
+    latency("stream_sync_idle_us", 500, 10000, [&] { CHECK(cudaStreamSynchronize(s)); });
+    bench_end();
+  }
+
+  if (bench_begin("event_sync_rtt")) {
+    cudaEvent_t ev;
+    CHECK(cudaEventCreate(&ev));
+    latency("event_sync_rtt_us", 500, 5000, [&] {
+      empty_kernel<<<1, 1, 0, s>>>();
+      CHECK_LAUNCH();
+      CHECK(cudaEventRecord(ev, s));
+      CHECK(cudaEventSynchronize(ev));
+    });
+    CHECK(cudaEventDestroy(ev));
+    bench_end();
+  }
+
+  if (bench_begin("event_blocking_sync_rtt")) {
+    cudaEvent_t ev;
+    CHECK(cudaEventCreateWithFlags(&ev, cudaEventBlockingSync));
+    latency("event_blocking_sync_rtt_us", 200, 5000, [&] {
+      empty_kernel<<<1, 1, 0, s>>>();
+      CHECK_LAUNCH();
+      CHECK(cudaEventRecord(ev, s));
+      CHECK(cudaEventSynchronize(ev));
+    });
+    CHECK(cudaEventDestroy(ev));
+    bench_end();
+  }
+
+  if (bench_begin("event_query_spin_rtt")) {
+    cudaEvent_t ev;
+    CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    latency("event_query_spin_rtt_us", 500, 10000, [&] {
+      empty_kernel<<<1, 1, 0, s>>>();
+      CHECK_LAUNCH();
+      CHECK(cudaEventRecord(ev, s));
+      cudaError_t e;
+      while ((e = cudaEventQuery(ev)) == cudaErrorNotReady) {
+      }
+      CHECK(e);
+    });
+    CHECK(cudaEventDestroy(ev));
+    bench_end();
+  }
+
+  if (bench_begin("device_sync_rtt")) {
+    latency("device_sync_rtt_us", 500, 5000, [&] {
+      empty_kernel<<<1, 1, 0, s>>>();
+      CHECK_LAUNCH();
+      CHECK(cudaDeviceSynchronize());
+    });
+    bench_end();
+  }
+
+  CHECK(cudaStreamDestroy(s));
+  fflush(stdout);
+  return 0;
+}
