@@ -1,0 +1,422 @@
+/* nvcc's registration ABI and the launch path on a fake driver: the
+ * <<<>>> configuration stack, registration bookkeeping (lazy loading, the
+ * same stub from several translation units, many fat binaries,
+ * unregistration), kernel handles, launch errors and last error, managed
+ * variables and symbols. */
+#include <criterion/criterion.h>
+
+#include "fake_driver.h"
+#include "register.h"
+
+#include <stdio.h>
+
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
+void __cudaUnregisterFatBinary(void **fatCubinHandle);
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+                            dim3 *bDim, dim3 *gDim, int *wSize);
+void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
+                       const char *deviceName, int ext, size_t size, int constant, int global);
+void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress,
+                              char *deviceAddress, const char *deviceName, int ext, size_t size,
+                              int constant, int global);
+char __cudaInitModule(void **fatCubinHandle);
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                     struct CUstream_st *stream);
+cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+                                       void *stream);
+cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun);
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+                               size_t sharedMem, cudaStream_t stream);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                    void **args, size_t sharedMem, cudaStream_t stream);
+
+struct wrapper {
+  int magic, version;
+  const unsigned long long *data;
+  void *extra;
+};
+
+/* Two "fat binaries": the fake loader tells them apart by address. */
+static const unsigned long long image_a[4] = {1}, image_b[4] = {2};
+static struct wrapper wrap_a = {0x466243B1, 1, image_a, NULL};
+static struct wrapper wrap_b = {0x466243B1, 1, image_b, NULL};
+
+/* Host stubs: any distinct addresses do. */
+static char stub_k1, stub_k2, stub_tmpl, stub_unknown;
+static int shadow_dev[8];
+static int *shadow_managed;
+
+/* ---- the fake driver -------------------------------------------------------- */
+
+struct fake_lib {
+  const void *image;
+};
+static struct fake_lib libs[64];
+static int loads, unloads, get_kernels, launches, launch_ex_calls;
+static bool launch_needs_ctx;
+static CUfunction last_f;
+static CUstream last_stream;
+static unsigned last_grid[3], last_block[3], last_smem;
+static const CUlaunchConfig *last_cfg;
+static int managed_value = 42;
+static unsigned long long global_mem[8];
+
+/* A kernel handle is "library index * 256 + name hash", never dereferenced. */
+static CUresult fake_load(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv,
+                          unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl) {
+  (void)jo, (void)jv, (void)nj, (void)lo, (void)lv, (void)nl;
+  libs[loads].image = code;
+  *lib = (CUlibrary)&libs[loads];
+  loads++;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_unload(CUlibrary lib) {
+  (void)lib;
+  unloads++;
+  return CUDA_SUCCESS;
+}
+static char kernel_space[64 * 256];
+static CUresult fake_get_kernel(CUkernel *k, CUlibrary lib, const char *name) {
+  get_kernels++;
+  if (strcmp(name, "missing") == 0) return CUDA_ERROR_NOT_FOUND;
+  size_t li = (size_t)((struct fake_lib *)lib - libs);
+  size_t h = 0;
+  for (const char *p = name; *p; p++) h = h * 31 + (unsigned char)*p;
+  *k = (CUkernel)&kernel_space[li * 256 + h % 256];
+  return CUDA_SUCCESS;
+}
+static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned smem, CUstream s, void **params,
+                            void **extra) {
+  (void)params, (void)extra;
+  if (launch_needs_ctx && fake_current == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+  if (gx == 0 || bx == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+  if (smem > 48 * 1024) return CUDA_ERROR_INVALID_VALUE;
+  launches++;
+  last_f = f;
+  last_stream = s;
+  last_grid[0] = gx, last_grid[1] = gy, last_grid[2] = gz;
+  last_block[0] = bx, last_block[1] = by, last_block[2] = bz;
+  last_smem = smem;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_launch_ex(const CUlaunchConfig *cfg, CUfunction f, void **params,
+                               void **extra) {
+  (void)params, (void)extra;
+  launch_ex_calls++;
+  last_cfg = cfg;
+  last_f = f;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_dev_attr(int *v, CUdevice_attribute a, CUdevice d) {
+  (void)d;
+  switch (a) {
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *v = 64; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 0x7fffffff; break;
+  default: *v = 65535; break;
+  }
+  return CUDA_SUCCESS;
+}
+static CUresult fake_get_managed(CUdeviceptr *p, size_t *n, CUlibrary lib, const char *name) {
+  (void)lib, (void)name;
+  *p = (CUdeviceptr)(uintptr_t)&managed_value;
+  *n = sizeof managed_value;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_get_global(CUdeviceptr *p, size_t *n, CUlibrary lib, const char *name) {
+  (void)lib;
+  if (fake_current == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+  if (strcmp(name, "dev") != 0) return CUDA_ERROR_NOT_FOUND;
+  *p = (CUdeviceptr)(uintptr_t)global_mem;
+  *n = sizeof global_mem;
+  return CUDA_SUCCESS;
+}
+static size_t copied;
+static CUresult fake_htod(CUdeviceptr dst, const void *src, size_t n) {
+  memcpy((void *)(uintptr_t)dst, src, n);
+  copied += n;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_dtoh(void *dst, CUdeviceptr src, size_t n) {
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  copied += n;
+  return CUDA_SUCCESS;
+}
+
+static void setup(void) {
+  static struct cudaev_driver t;
+  fake_driver_base(&t);
+  t.cuLibraryLoadData = fake_load;
+  t.cuLibraryUnload = fake_unload;
+  t.cuLibraryGetKernel = fake_get_kernel;
+  t.cuLaunchKernel = fake_launch;
+  t.cuLaunchKernelEx = fake_launch_ex;
+  t.cuDeviceGetAttribute = fake_dev_attr;
+  t.cuLibraryGetManaged = fake_get_managed;
+  t.cuLibraryGetGlobal = fake_get_global;
+  t.cuMemcpyHtoD = fake_htod;
+  t.cuMemcpyDtoH = fake_dtoh;
+  cudaev__driver_install(&t, 13000);
+}
+
+static void **register_a(void) {
+  void **h = __cudaRegisterFatBinary(&wrap_a);
+  __cudaRegisterFunction(h, &stub_k1, "k1", "k1", -1, NULL, NULL, NULL, NULL, NULL);
+  __cudaRegisterFunction(h, &stub_k2, "k2", "k2", -1, NULL, NULL, NULL, NULL, NULL);
+  __cudaRegisterFunction(h, &stub_tmpl, "tmpl", "tmpl", -1, NULL, NULL, NULL, NULL, NULL);
+  __cudaRegisterVar(h, (char *)shadow_dev, "dev", "dev", 0, sizeof shadow_dev, 0, 0);
+  __cudaRegisterManagedVar(h, (void **)&shadow_managed, "man", "man", 0, sizeof(int), 0, 0);
+  __cudaRegisterFatBinaryEnd(h);
+  return h;
+}
+
+static const dim3 one = {1, 1, 1};
+
+TestSuite(register_, .init = setup);
+
+/* ---- the configuration stack ------------------------------------------------ */
+
+Test(register_, config_stack_is_lifo_and_per_thread) {
+  dim3 g, b;
+  size_t sm;
+  cudaStream_t s;
+  cr_assert_eq(__cudaPushCallConfiguration((dim3){1, 2, 3}, (dim3){4, 5, 6}, 7,
+                                           (cudaStream_t)0x10), 0);
+  cr_assert_eq(__cudaPushCallConfiguration((dim3){8, 1, 1}, (dim3){9, 1, 1}, 10,
+                                           (cudaStream_t)0x20), 0);
+  cr_assert_eq(__cudaPopCallConfiguration(&g, &b, &sm, &s), cudaSuccess);
+  cr_expect(g.x == 8 && b.x == 9 && sm == 10 && s == (cudaStream_t)0x20);
+  cr_assert_eq(__cudaPopCallConfiguration(&g, &b, &sm, &s), cudaSuccess);
+  cr_expect(g.x == 1 && g.y == 2 && g.z == 3 && b.x == 4 && b.y == 5 && b.z == 6);
+  cr_expect(sm == 7 && s == (cudaStream_t)0x10);
+  cr_expect_eq(cudaGetLastError(), cudaSuccess);
+  cr_expect_eq(loads, 0, "the stack needs no driver");
+}
+
+Test(register_, pop_of_empty_stack_fails_and_records) {
+  dim3 g, b;
+  size_t sm;
+  cudaStream_t s;
+  cr_expect_eq(__cudaPopCallConfiguration(&g, &b, &sm, &s), cudaErrorMissingConfiguration);
+  cr_expect_eq(cudaGetLastError(), cudaErrorMissingConfiguration);
+}
+
+Test(register_, push_overflow_refuses_the_launch) {
+  unsigned r = 0;
+  for (int i = 0; i < 100 && r == 0; i++) r = __cudaPushCallConfiguration(one, one, 0, NULL);
+  cr_expect_neq(r, 0u);
+}
+
+/* ---- registration and lazy loading ------------------------------------------- */
+
+Test(register_, registration_touches_no_driver_and_launch_loads_once) {
+  register_a();
+  cr_expect_eq(loads, 0);
+  cudaKernel_t h = NULL;
+  cr_assert_eq(__cudaGetKernel(&h, &stub_k1), cudaSuccess);
+  cr_expect_not_null(h);
+  cr_expect_eq(loads, 0, "the handle is written without loading");
+  cr_assert_eq(__cudaLaunchKernel(h, (dim3){2, 1, 1}, (dim3){32, 1, 1}, NULL, 16, NULL),
+               cudaSuccess);
+  cr_expect_eq(loads, 1);
+  cr_expect_eq(libs[0].image, image_a);
+  cr_expect_eq(launches, 1);
+  cr_expect(last_grid[0] == 2 && last_block[0] == 32 && last_smem == 16);
+  cr_expect_null(last_stream);
+  CUfunction first = last_f;
+  cr_assert_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, NULL), cudaSuccess);
+  cr_expect_eq(loads, 1, "loaded once");
+  cr_expect_eq(get_kernels, 1, "resolved once");
+  cr_expect_eq(last_f, first);
+  cr_assert_eq(cudaLaunchKernel(&stub_k2, one, one, NULL, 0, NULL), cudaSuccess);
+  cr_expect_eq(loads, 1, "one library per fat binary");
+  cr_expect_neq(last_f, first);
+}
+
+Test(register_, ptsz_launch_uses_the_per_thread_stream) {
+  register_a();
+  cudaKernel_t h;
+  cr_assert_eq(__cudaGetKernel(&h, &stub_k1), cudaSuccess);
+  cr_assert_eq(__cudaLaunchKernel_ptsz(h, one, one, NULL, 0, NULL), cudaSuccess);
+  cr_expect_eq(last_stream, CU_STREAM_PER_THREAD);
+  cr_assert_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, (cudaStream_t)0x77), cudaSuccess);
+  cr_expect_eq(last_stream, (CUstream)0x77);
+}
+
+Test(register_, launch_makes_a_context_current_when_none_is) {
+  register_a();
+  launch_needs_ctx = true;
+  cr_expect_null(fake_current);
+  cr_assert_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, NULL), cudaSuccess);
+  cr_expect_not_null(fake_current);
+  cr_expect_eq(launches, 1);
+}
+
+Test(register_, cuda_get_kernel_gives_a_launchable_cukernel) {
+  register_a();
+  cudaKernel_t k = NULL;
+  cr_assert_eq(cudaGetKernel(&k, &stub_k2), cudaSuccess);
+  cr_assert_eq(cudaLaunchKernel((const void *)k, one, one, NULL, 0, NULL), cudaSuccess);
+  cr_expect_eq((void *)last_f, (void *)k);
+  CUkernel viak;
+  cr_expect_eq(cudaev__kernel_lookup(k, &viak), cudaSuccess);
+  cr_expect_eq((void *)viak, (void *)k);
+}
+
+Test(register_, same_stub_from_two_translation_units) {
+  void **a = register_a();
+  void **b = __cudaRegisterFatBinary(&wrap_b);
+  __cudaRegisterFunction(b, &stub_tmpl, "tmpl", "tmpl", -1, NULL, NULL, NULL, NULL, NULL);
+  cr_assert_eq(cudaLaunchKernel(&stub_tmpl, one, one, NULL, 0, NULL), cudaSuccess);
+  cr_expect_eq(libs[loads - 1].image, image_a, "the first registration is used");
+  __cudaUnregisterFatBinary(a);
+  cr_expect_eq(unloads, 1);
+  cr_assert_eq(cudaLaunchKernel(&stub_tmpl, one, one, NULL, 0, NULL), cudaSuccess,
+               "the other translation unit's copy takes over");
+  cr_expect_eq(libs[loads - 1].image, image_b);
+  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, NULL),
+               cudaErrorInvalidDeviceFunction, "k1 only lived in the unregistered one");
+  __cudaUnregisterFatBinary(b);
+  cr_expect_eq(cudaLaunchKernel(&stub_tmpl, one, one, NULL, 0, NULL),
+               cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+}
+
+Test(register_, unregister_without_load_calls_no_driver) {
+  void **h = register_a();
+  __cudaUnregisterFatBinary(h);
+  __cudaUnregisterFatBinary(h); /* twice: harmless */
+  __cudaUnregisterFatBinary(NULL);
+  cr_expect_eq(loads, 0);
+  cr_expect_eq(unloads, 0);
+}
+
+Test(register_, many_translation_units) {
+  enum { FATBINS = 40, PER = 100 };
+  static char stubs[FATBINS][PER];
+  static char names[FATBINS][PER][16];
+  void **h[FATBINS];
+  for (int i = 0; i < FATBINS; i++) {
+    h[i] = __cudaRegisterFatBinary(&wrap_a);
+    for (int j = 0; j < PER; j++) {
+      snprintf(names[i][j], sizeof names[i][j], "k_%d_%d", i, j);
+      __cudaRegisterFunction(h[i], &stubs[i][j], names[i][j], names[i][j], -1, NULL, NULL,
+                             NULL, NULL, NULL);
+    }
+  }
+  for (int i = 0; i < FATBINS; i++)
+    for (int j = 0; j < PER; j++) {
+      struct cudaev_kfunc *f = cudaev__kfunc_find(&stubs[i][j]);
+      cr_assert_not_null(f);
+      cr_assert_str_eq(f->name, names[i][j]);
+    }
+  cr_expect_null(cudaev__kfunc_find(&stub_unknown));
+  for (int i = 0; i < FATBINS; i += 2) __cudaUnregisterFatBinary(h[i]);
+  for (int i = 0; i < FATBINS; i++)
+    cr_expect_eq(cudaev__kfunc_find(&stubs[i][0]) != NULL, i % 2 == 1);
+}
+
+/* ---- launch errors ---------------------------------------------------------- */
+
+Test(register_, unknown_function_is_invalid_device_function) {
+  register_a();
+  cr_expect_eq(cudaLaunchKernel(&stub_unknown, one, one, NULL, 0, NULL),
+               cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaLaunchKernel(NULL, one, one, NULL, 0, NULL), cudaErrorInvalidDeviceFunction);
+  cudaKernel_t h = (cudaKernel_t)0x1;
+  cr_expect_eq(__cudaGetKernel(&h, &stub_unknown), cudaErrorInvalidDeviceFunction);
+  cr_expect_eq((void *)h, (void *)&stub_unknown, "the handle is written before failing");
+  cr_expect_eq(__cudaGetKernel(NULL, &stub_k1), cudaErrorInvalidValue);
+  cr_expect_eq(launches, 0);
+}
+
+Test(register_, missing_device_function_is_invalid_device_function) {
+  void **h = __cudaRegisterFatBinary(&wrap_a);
+  __cudaRegisterFunction(h, &stub_k1, "missing", "missing", -1, NULL, NULL, NULL, NULL, NULL);
+  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, NULL),
+               cudaErrorInvalidDeviceFunction);
+}
+
+Test(register_, bad_configuration) {
+  register_a();
+  cr_expect_eq(cudaLaunchKernel(&stub_k1, (dim3){0, 1, 1}, one, NULL, 0, NULL),
+               cudaErrorInvalidConfiguration);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, (dim3){1, 1, 0}, NULL, 0, NULL),
+               cudaErrorInvalidConfiguration);
+  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, (dim3){2048, 1, 1}, NULL, 0, NULL),
+               cudaErrorInvalidConfiguration, "block over the device's limit");
+  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 64 * 1024, NULL),
+               cudaErrorInvalidValue, "too much shared memory");
+  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, (size_t)1 << 33, NULL),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+  cr_expect_eq(launches, 0);
+}
+
+Test(register_, launch_ex_passes_attributes_through) {
+  register_a();
+  cudaLaunchAttribute attr[2];
+  memset(attr, 0, sizeof attr);
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 2;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  attr[1].id = cudaLaunchAttributePriority;
+  attr[1].val.priority = -1;
+  cudaLaunchConfig_t cfg = {.gridDim = {4, 1, 1}, .blockDim = {64, 1, 1},
+                            .dynamicSmemBytes = 8, .stream = NULL, .attrs = attr, .numAttrs = 2};
+  cr_assert_eq(cudaLaunchKernelExC(&cfg, &stub_k1, NULL), cudaSuccess);
+  cr_expect_eq(launch_ex_calls, 1);
+  cr_expect_eq(cudaLaunchKernelExC(NULL, &stub_k1, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaLaunchKernelExC(&cfg, &stub_unknown, NULL), cudaErrorInvalidDeviceFunction);
+  cfg.gridDim.x = 0;
+  cr_expect_eq(cudaLaunchKernelExC(&cfg, &stub_k1, NULL), cudaErrorInvalidConfiguration);
+}
+
+/* ---- variables -------------------------------------------------------------- */
+
+Test(register_, init_module_writes_the_managed_shadow) {
+  void **h = register_a();
+  cr_expect_null(shadow_managed);
+  cr_assert_eq(__cudaInitModule(h), 1);
+  cr_assert_eq(shadow_managed, &managed_value);
+  void *p = NULL;
+  cr_expect_eq(cudaGetSymbolAddress(&p, shadow_managed), cudaSuccess,
+               "host code names a managed variable by its managed address");
+  cr_expect_eq(p, &managed_value);
+}
+
+Test(register_, symbols) {
+  register_a();
+  void *p = NULL;
+  size_t n = 0;
+  cr_assert_eq(cudaGetSymbolAddress(&p, shadow_dev), cudaSuccess);
+  cr_expect_eq(p, global_mem);
+  cr_assert_eq(cudaGetSymbolSize(&n, shadow_dev), cudaSuccess);
+  cr_expect_eq(n, sizeof global_mem);
+  cr_expect_eq(cudaGetSymbolAddress(&p, &stub_unknown), cudaErrorInvalidSymbol);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidSymbol);
+  unsigned long long v[2] = {5, 6}, back[2] = {0, 0};
+  cr_assert_eq(cudaMemcpyToSymbol(shadow_dev, v, sizeof v, 8, cudaMemcpyHostToDevice),
+               cudaSuccess);
+  cr_expect(global_mem[1] == 5 && global_mem[2] == 6);
+  cr_assert_eq(cudaMemcpyFromSymbol(back, shadow_dev, sizeof back, 8, cudaMemcpyDeviceToHost),
+               cudaSuccess);
+  cr_expect(back[0] == 5 && back[1] == 6);
+  cr_expect_eq(cudaMemcpyToSymbol(shadow_dev, v, sizeof v, 60, cudaMemcpyHostToDevice),
+               cudaErrorInvalidValue, "past the end");
+  cr_expect_eq(cudaMemcpyToSymbol(shadow_dev, v, sizeof v, 0, cudaMemcpyDeviceToHost),
+               cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaMemcpyFromSymbol(back, shadow_dev, sizeof back, 0, cudaMemcpyHostToDevice),
+               cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(copied, 2 * sizeof v);
+}
