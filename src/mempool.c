@@ -49,6 +49,7 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
 static inline cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t pool,
                                            cudaStream_t stream, bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
+  if (pool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemAllocFromPoolAsync(
       (CUdeviceptr *)ptr, size, (CUmemoryPool)pool, cudaev__stream(stream, per_thread)));
 }
@@ -79,22 +80,26 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolPr
 
 cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
   CUDAEV_CTX_OR_RETURN();
+  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolDestroy((CUmemoryPool)memPool));
 }
 
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) {
   CUDAEV_CTX_OR_RETURN();
+  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolTrimTo((CUmemoryPool)memPool, minBytesToKeep));
 }
 
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
   CUDAEV_CTX_OR_RETURN();
+  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(
       cudaev__drv.cuMemPoolSetAttribute((CUmemoryPool)memPool, (CUmemPool_attribute)attr, value));
 }
 
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
   CUDAEV_CTX_OR_RETURN();
+  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(
       cudaev__drv.cuMemPoolGetAttribute((CUmemoryPool)memPool, (CUmemPool_attribute)attr, value));
 }
@@ -104,6 +109,7 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr 
 cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAccessDesc *descList,
                                  size_t count) {
   CUDAEV_CTX_OR_RETURN();
+  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolSetAccess((CUmemoryPool)memPool,
                                                        (const CUmemAccessDesc *)descList, count));
 }
@@ -113,6 +119,7 @@ _Static_assert(sizeof(enum cudaMemAccessFlags) == sizeof(CUmemAccess_flags), "ac
 cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t memPool,
                                  struct cudaMemLocation *location) {
   CUDAEV_CTX_OR_RETURN();
+  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolGetAccess(
       (CUmemAccess_flags *)flags, (CUmemoryPool)memPool, (CUmemLocation *)location));
 }
@@ -126,6 +133,7 @@ cudaError_t cudaMemPoolExportToShareableHandle(void *shareableHandle, cudaMemPoo
                                                enum cudaMemAllocationHandleType handleType,
                                                unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
+  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolExportToShareableHandle(
       shareableHandle, (CUmemoryPool)memPool, (CUmemAllocationHandleType)handleType, flags));
 }
@@ -147,6 +155,7 @@ cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData *exportData
 cudaError_t cudaMemPoolImportPointer(void **ptr, cudaMemPool_t memPool,
                                      struct cudaMemPoolPtrExportData *exportData) {
   CUDAEV_CTX_OR_RETURN();
+  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolImportPointer(
       (CUdeviceptr *)ptr, (CUmemoryPool)memPool, (CUmemPoolPtrExportData *)exportData));
 }

@@ -27,6 +27,13 @@ cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
   cudaError_t e = peer_context(peerDevice, &peer);
   if (e != cudaSuccess) return cudaev__ret(e);
   if (flags != 0) return cudaev__ret(cudaErrorInvalidValue);
+  /* As documented: cudaErrorInvalidDevice when cudaDeviceCanAccessPeer
+   * says no (the device itself included), before the driver is asked. */
+  int can = 0;
+  CUresult r = cudaev__drv.cuDeviceCanAccessPeer(
+      &can, cudaev__rt.devices[cudaev__current_device()].dev, cudaev__rt.devices[peerDevice].dev);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  if (!can) return cudaev__ret(cudaErrorInvalidDevice);
   return cudaev__ret_cu(cudaev__drv.cuCtxEnablePeerAccess(peer, flags));
 }
 

@@ -105,7 +105,7 @@ static CUresult f_disable_peer(CUcontext c) {
 static CUresult f_can_access(int *can, CUdevice d, CUdevice p) {
   got.dev = d;
   got.peer_dev = p;
-  *can = 1;
+  *can = d != p;
   return CUDA_SUCCESS;
 }
 
@@ -241,6 +241,8 @@ Test(mempool, peer_access) {
   cr_expect_eq(got.peer_dev, 1);
   cr_expect_eq(cudaDeviceEnablePeerAccess(5, 0), cudaErrorInvalidDevice);
   cr_expect_eq(cudaDeviceEnablePeerAccess(1, 1), cudaErrorInvalidValue);
+  cr_expect_eq(got.calls, 0);
+  cr_expect_eq(cudaDeviceEnablePeerAccess(0, 0), cudaErrorInvalidDevice, "no access to itself");
   cr_expect_eq(got.calls, 0);
   cr_expect_eq(cudaDeviceEnablePeerAccess(1, 0), cudaSuccess);
   cr_expect_eq(got.peer, (CUcontext)(uintptr_t)0x1001, "the peer's primary context");
