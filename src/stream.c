@@ -242,11 +242,6 @@ cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void *devPtr, siz
   return attach_impl(stream, devPtr, length, flags, true);
 }
 
-cudaError_t cudaCtxResetPersistingL2Cache(void) {
-  CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuCtxResetPersistingL2Cache());
-}
-
 /* ---- callbacks and host functions --------------------------------------- */
 
 /* The driver calls this with the stream's status: cudaStreamAddCallback's
