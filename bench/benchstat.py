@@ -10,7 +10,8 @@ where runtime is "nvidia" or "cudaev". A run counts only if its stderr's
 
 Writes under OUTDIR: table.md (header + table + runs), samples.csv.gz (every
 sample: runtime,round,program,metric,value), summary.json (every number in the
-table), and PNG plots (matplotlib if importable, else gnuplot if on PATH).
+table), and PNG plots (matplotlib if importable, else gnuplot if on PATH, else a plain
+pure-python PNG without text).
 Prints the table. Exit status: 0 when every target passed, 1 when one failed
 or could not be measured, 2 on a usage error.
 
@@ -291,9 +292,10 @@ def read_runs(path):
             prog, rt, rnd, rc, secs, out, err, lib = p
             if rt not in RUNTIMES:
                 raise ValueError("%s:%d: bad runtime %r" % (path, no, rt))
-            if rc == "skip":  # run.sh ran out of its time budget
+            if rc.startswith("skip"):  # run.sh ran out of its time budget, or the program hung before
                 r = Run(prog, rt, int(rnd), -1, 0.0, out, err, lib)
-                r.error = "skipped: time budget spent"
+                r.error = "skipped: " + ("timed out in an earlier round" if rc == "skip-timeout"
+                                         else "time budget spent")
             else:
                 r = Run(prog, rt, int(rnd), int(rc), float(secs), out, err, lib)
                 parse_run(r, _read(out), _read(err))
@@ -553,18 +555,13 @@ def _cdf(xs):
     return s, [(i + 1) / n for i in range(n)]
 
 
-def _series(data, metric, runtimes=RUNTIMES):
-    out = []
-    for rt in runtimes:
-        xs = data.pooled(metric, rt)
-        if xs:
-            out.append((LABEL[rt], xs))
-    return out
+RT_COLOR = {"nvidia": "#5c9e00", "cudaev": "#1f5fbf"}
+PALETTE = ["#1f5fbf", "#d95f02", "#7570b3", "#e7298a", "#5c9e00", "#a6761d", "#666666", "#1b9e77"]
 
 
 def _clip(series):
     """x range that keeps the bulk: [min, p99.9] over all series."""
-    allx = [x for _, xs in series for x in xs]
+    allx = [x for s in series for x in s[1]]
     lo = min(allx)
     hi = percentile(allx, 99.9)
     if hi <= lo:
@@ -575,27 +572,40 @@ def _clip(series):
 
 
 def plan_plots(data, targets):
-    """[(file, title, [(panel title, xlabel, [(label, xs)])])]."""
+    """[(file, title, [(panel title, xlabel, [(label, xs, color, dashed)])])].
+
+    cdf.png: one panel per metric, NVIDIA and cudaev in their colours;
+    one more file per 'plot' statement of the targets file: its metrics in
+    one panel, a colour per metric, NVIDIA dashed and cudaev solid."""
     plots = []
     panels = []
     for m in data.order:
-        ser = _series(data, m)
+        ser = [(LABEL[rt], data.pooled(m, rt), RT_COLOR[rt], False) for rt in RUNTIMES if data.pooled(m, rt)]
         if ser:
             panels.append((m, data.units.get(m, ""), ser))
     if panels:
-        plots.append(("cdf.png", "Distributions per metric: NVIDIA's libcudart vs cudaev (x clipped at p99.9)", panels))
+        plots.append(("cdf.png", "Distribution per metric, NVIDIA libcudart vs cudaev (CDF, x clipped at p99.9)",
+                      panels))
     for name, metrics in targets.plots:
         ser = []
         unit = ""
-        for m in metrics:
+        for i, m in enumerate(metrics):
             for rt in RUNTIMES:
                 xs = data.pooled(m, rt)
                 if xs:
-                    ser.append(("%s (%s)" % (m, LABEL[rt]), xs))
+                    ser.append(("%s (%s)" % (m, LABEL[rt]), xs, PALETTE[i % len(PALETTE)], rt == "nvidia"))
                     unit = unit or data.units.get(m, "")
         if ser:
-            plots.append((name + ".png", name, [(name, unit, ser)]))
+            plots.append((name + ".png", "%s: CDF, NVIDIA dashed, cudaev solid" % name, [(name, unit, ser)]))
     return plots
+
+
+def _layout(n):
+    cols = min(4, n)
+    rows = (n + cols - 1) // cols
+    if n == 1:
+        return 1, 1, 900, 560
+    return rows, cols, 400 * cols, 290 * rows + 30
 
 
 def plot_matplotlib(plots, outdir):
@@ -604,23 +614,24 @@ def plot_matplotlib(plots, outdir):
     import matplotlib.pyplot as plt
     made = []
     for fname, title, panels in plots:
-        n = len(panels)
-        cols = min(4, n)
-        rows = (n + cols - 1) // cols
-        fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
-        for ax in axes.flat[n:]:
+        rows, cols, w, h = _layout(len(panels))
+        fig, axes = plt.subplots(rows, cols, figsize=(w / 80.0, h / 80.0), squeeze=False)
+        for ax in axes.flat[len(panels):]:
             ax.axis("off")
         for ax, (ptitle, unit, series) in zip(axes.flat, panels):
             lo, hi = _clip(series)
-            for label, xs in series:
+            for label, xs, color, dashed in series:
                 x, y = _cdf(xs)
-                ax.step(x, y, where="post", label="%s (n=%d)" % (label, len(xs)))
+                ax.step(x, y, where="post", color=color, linestyle="--" if dashed else "-",
+                        label="%s (n=%d)" % (label, len(xs)))
             ax.set_xlim(lo, hi)
             if lo > 0 and hi / lo > 20:
                 ax.set_xscale("log")
-            ax.set_title(ptitle, fontsize=9)
+            if len(panels) > 1:
+                ax.set_title(ptitle, fontsize=9)
             ax.set_xlabel(unit, fontsize=8)
-            ax.set_ylabel("fraction ≤ x", fontsize=8)
+            ax.set_ylabel("fraction <= x", fontsize=8)
+            ax.set_ylim(0, 1)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, loc="lower right")
         fig.suptitle(title)
@@ -632,33 +643,35 @@ def plot_matplotlib(plots, outdir):
     return made
 
 
+def _gp_str(text):
+    return "'" + text.replace("'", "") + "'"
+
+
 def plot_gnuplot(plots, outdir, gnuplot):
     made = []
     tmp = tempfile.mkdtemp(prefix="benchplot.")
     try:
         for fname, title, panels in plots:
-            n = len(panels)
-            cols = min(4, n)
-            rows = (n + cols - 1) // cols
+            rows, cols, w, h = _layout(len(panels))
             path = os.path.join(outdir, fname)
-            script = ["set terminal pngcairo size %d,%d font ',8'" % (400 * cols, 290 * rows + 30),
-                      "set output '%s'" % path.replace("'", ""),
-                      "set multiplot layout %d,%d title '%s'" % (rows, cols, title.replace("'", "")),
+            script = ["set terminal pngcairo noenhanced size %d,%d font ',8'" % (w, h),
+                      "set output %s" % _gp_str(path),
+                      "set multiplot layout %d,%d title %s" % (rows, cols, _gp_str(title)),
                       "set key bottom right", "set grid", "set ylabel 'fraction <= x'", "set yrange [0:1]"]
             for pi, (ptitle, unit, series) in enumerate(panels):
                 lo, hi = _clip(series)
-                script.append("set title '%s'" % ptitle.replace("_", "\\\\_"))
-                script.append("set xlabel '%s'" % unit.replace("'", ""))
+                script.append("set title %s" % _gp_str(ptitle if len(panels) > 1 else ""))
+                script.append("set xlabel %s" % _gp_str(unit))
                 script.append("set xrange [%r:%r]" % (lo, hi))
                 script.append("set logscale x" if lo > 0 and hi / lo > 20 else "unset logscale x")
                 parts = []
-                for si, (label, xs) in enumerate(series):
+                for si, (label, xs, color, dashed) in enumerate(series):
                     dat = os.path.join(tmp, "p%d_%d.dat" % (pi, si))
                     x, y = _cdf(xs)
                     with open(dat, "w") as f:
                         f.writelines("%r %r\n" % (a, b) for a, b in zip(x, y))
-                    parts.append("'%s' using 1:2 with steps title '%s (n=%d)'" % (
-                        dat, label.replace("_", "\\\\_"), len(xs)))
+                    parts.append("%s using 1:2 with steps lw 1.5 lc rgb '%s' dt %d title %s" % (
+                        _gp_str(dat), color, 2 if dashed else 1, _gp_str("%s (n=%d)" % (label, len(xs)))))
                 script.append("plot " + ", ".join(parts))
             script.append("unset multiplot")
             sp = os.path.join(tmp, "plot.gp")
@@ -670,6 +683,70 @@ def plot_gnuplot(plots, outdir, gnuplot):
             made.append(path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return made
+
+
+def _png(path, w, h, rows):
+    """Writes 8-bit RGB rows (bytearrays of 3*w) as a PNG: zlib + struct."""
+    import struct
+    import zlib
+
+    def chunk(kind, body):
+        c = struct.pack(">I", len(body)) + kind + body
+        return c + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+    raw = b"".join(b"\x00" + bytes(r) for r in rows)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+
+
+def plot_plain(plots, outdir):
+    """Last resort without matplotlib or gnuplot: pure-python PNGs with no
+    text. Panels in the order of the table, left to right; y from 0 to 1,
+    x linear from the panel's min to its p99.9; colours as in the others."""
+    made = []
+    for fname, _title, panels in plots:
+        rows_n, cols, w, h = _layout(len(panels))
+        img = [bytearray(b"\xff" * (3 * w)) for _ in range(h)]
+
+        def put(x, y, rgb):
+            if 0 <= x < w and 0 <= y < h:
+                img[y][3 * x:3 * x + 3] = rgb
+
+        ph, pw = (h - 30) // rows_n, w // cols
+        for i, (_pt, _unit, series) in enumerate(panels):
+            x0, y0 = (i % cols) * pw + 30, 30 + (i // cols) * ph + 10
+            x1, y1 = x0 + pw - 45, y0 + ph - 35
+            for k in range(5):  # frame and quarter lines
+                yy = y1 - (y1 - y0) * k // 4
+                for x in range(x0, x1 + 1, 1 if k in (0, 4) else 3):
+                    put(x, yy, b"\x99\x99\x99")
+            for yy in range(y0, y1 + 1):
+                put(x0, yy, b"\x99\x99\x99")
+                put(x1, yy, b"\x99\x99\x99")
+            lo, hi = _clip(series)
+            for _label, xs, color, dashed in series:
+                rgb = bytes(int(color[j:j + 2], 16) for j in (1, 3, 5))
+                px, py = _cdf(xs)
+                prev = None
+                for n, (a, b) in enumerate(zip(px, py)):
+                    if a > hi:
+                        break
+                    cx = x0 + int((a - lo) / (hi - lo) * (x1 - x0))
+                    cy = y1 - int(b * (y1 - y0))
+                    if prev is not None:
+                        (qx, qy) = prev
+                        for t in range(max(abs(cx - qx), abs(cy - qy)) + 1):
+                            steps = max(abs(cx - qx), abs(cy - qy)) or 1
+                            xx, yy = qx + (cx - qx) * t // steps, qy + (cy - qy) * t // steps
+                            if not dashed or (xx + yy) // 6 % 2 == 0:
+                                put(xx, yy, rgb)
+                                put(xx, yy + 1, rgb)
+                    prev = (cx, cy)
+        path = os.path.join(outdir, fname)
+        _png(path, w, h, img)
+        made.append(path)
     return made
 
 
@@ -695,6 +772,12 @@ def make_plots(data, targets, outdir, backend="auto"):
                 errors.append(str(e))
         else:
             errors.append("gnuplot not found")
+    if backend in ("auto", "plain"):
+        try:
+            return plot_plain(plots, outdir), "plain PNG without text (%s): panels in table order, NVIDIA green, " \
+                "cudaev blue, NVIDIA dashed in the named plots" % ("; ".join(errors) or "asked for")
+        except Exception as e:
+            errors.append("plain: %s" % e)
     return [], "no plots (" + "; ".join(errors) + ")"
 
 
@@ -756,7 +839,7 @@ def main(argv):
     a.add_argument("--targets", required=True)
     a.add_argument("--out", required=True)
     a.add_argument("--header")
-    a.add_argument("--plots", default="auto", choices=["auto", "matplotlib", "gnuplot", "none"])
+    a.add_argument("--plots", default="auto", choices=["auto", "matplotlib", "gnuplot", "plain", "none"])
     c = sub.add_parser("check-targets")
     c.add_argument("targets")
     args = ap.parse_args(argv)

@@ -11,8 +11,10 @@
 #                         programs (default: <repo>/build)
 #   CUDAEV_LIB_DIR        directory of our libcudart.so.13 (default: build dir)
 #   CUDAEV_NVIDIA_CUDART  NVIDIA's library (default: /usr/local/cuda/lib64/libcudart.so.13)
-#   BENCH_ROUNDS          interleaved rounds (default 3)
-#   BENCH_TIMEOUT         seconds one program run may take (default 150)
+#   BENCH_ROUNDS          interleaved rounds (default 5)
+#   BENCH_TIMEOUT         seconds one program run may take (default 60; a
+#                         program that timed out on a runtime is not run
+#                         there again)
 #   BENCH_BUDGET          seconds for all runs; runs that would not fit are
 #                         skipped and reported (default 510)
 #   BENCH_PROGRAMS        space-separated program names to run (default: all)
@@ -41,8 +43,8 @@ ours_dir=${CUDAEV_LIB_DIR:-$build}
 nvidia_lib=${CUDAEV_NVIDIA_CUDART:-/usr/local/cuda/lib64/libcudart.so.13}
 nvidia_dir=$(dirname "$nvidia_lib")
 ours_lib=$ours_dir/libcudart.so.13
-rounds=${BENCH_ROUNDS:-3}
-timeout_s=${BENCH_TIMEOUT:-150}
+rounds=${BENCH_ROUNDS:-5}
+timeout_s=${BENCH_TIMEOUT:-60}
 budget=${BENCH_BUDGET:-510}
 targets=${BENCH_TARGETS:-$here/targets.txt}
 plots=${BENCH_PLOTS:-auto}
@@ -79,7 +81,7 @@ runs=$work/runs.tsv
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 start=$(now)
-declare -A longest=()
+declare -A longest=() hung=()
 
 # One run of one program on one runtime; appends a line to runs.tsv.
 run_one() {
@@ -90,6 +92,11 @@ run_one() {
   used=$(elapsed "$start")
   left=$(awk -v b="$budget" -v u="$used" 'BEGIN { printf "%d", b - u }')
   est=${longest[$prog]:-0}
+  if [ -n "${hung[$prog.$rt]:-}" ]; then
+    printf 'round %d  %-18s %-7s skipped: timed out in an earlier round\n' "$round" "$prog" "$rt"
+    printf '%s\t%s\t%s\tskip-timeout\t0\t%s\t%s\t%s\n' "$prog" "$rt" "$round" "$out" "$err" "$lib" >>"$runs"
+    return
+  fi
   if [ "$left" -lt 10 ] || awk -v l="$left" -v e="$est" 'BEGIN { exit !(e * 1.2 + 5 > l) }'; then
     printf 'round %d  %-18s %-7s skipped: %ss of the %ss budget left\n' "$round" "$prog" "$rt" "$left" "$budget"
     printf '%s\t%s\t%s\tskip\t0\t%s\t%s\t%s\n' "$prog" "$rt" "$round" "$out" "$err" "$lib" >>"$runs"
@@ -101,6 +108,7 @@ run_one() {
   LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     timeout -k 5 "$limit" "$build/bench/$prog" >"$out" 2>"$err"
   rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then hung[$prog.$rt]=1; fi
   secs=$(elapsed "$t0")
   if awk -v s="$secs" -v e="$est" 'BEGIN { exit !(s > e) }'; then longest[$prog]=$secs; fi
   printf 'round %d  %-18s %-7s exit %-3d %6ss   (%ss elapsed)\n' "$round" "$prog" "$rt" "$rc" "$secs" "$(elapsed "$start")"
