@@ -169,8 +169,3 @@ cudaError_t cudaGraphicsResourceGetMappedMipmappedArray(cudaMipmappedArray_t *mi
   return cudaev__ret_cu(cudaev__drv.cuGraphicsResourceGetMappedMipmappedArray(
       (CUmipmappedArray *)mipmappedArray, (CUgraphicsResource)resource));
 }
-
-cudaError_t cudaCtxResetPersistingL2Cache(void) {
-  CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuCtxResetPersistingL2Cache());
-}
