@@ -4,7 +4,7 @@
  * cudaGraph_t, cudaGraphNode_t, cudaGraphExec_t and cudaUserObject_t are
  * the driver's handles and most functions pass them through. Parameter
  * structures are converted where the runtime's differ from the driver's:
- * kernel nodes name a host stub (cudaev__func_lookup gives the CUfunction),
+ * kernel nodes name a host stub (cudaev__kernel_lookup gives the CUkernel),
  * memcpy nodes use cudaMemcpy3DParms (positions and widths in elements,
  * a cudaMemcpyKind) where the driver takes CUDA_MEMCPY3D (bytes, memory
  * types), memset/memcpy/conditional nodes take the current context. The
@@ -77,15 +77,16 @@ static CUcontext current_ctx(void) {
 /* ---- kernel parameters ----------------------------------------------------- */
 
 /* cudaKernelNodeParams (func = host stub or cudaKernel_t) -> the driver's
- * CUDA_KERNEL_NODE_PARAMS_v2 (func = CUfunction). Requires a current
- * context. Not recorded. */
+ * CUDA_KERNEL_NODE_PARAMS_v2. The node names the CUkernel (func NULL, ctx
+ * NULL = the current context), so the driver loads it where the node
+ * runs and GetParams can map it back to the stub. Not recorded. */
 static cudaError_t kernel_to_cu(const struct cudaKernelNodeParams *in, CUDA_KERNEL_NODE_PARAMS *out) {
   if (in == NULL) return cudaErrorInvalidValue;
-  CUfunction f;
-  cudaError_t e = cudaev__func_lookup(in->func, &f);
+  CUkernel k;
+  cudaError_t e = cudaev__kernel_lookup(in->func, &k);
   if (e != cudaSuccess) return e;
   memset(out, 0, sizeof *out);
-  out->func = f;
+  out->kern = k;
   out->gridDimX = in->gridDim.x;
   out->gridDimY = in->gridDim.y;
   out->gridDimZ = in->gridDim.z;
@@ -98,11 +99,17 @@ static cudaError_t kernel_to_cu(const struct cudaKernelNodeParams *in, CUDA_KERN
   return cudaSuccess;
 }
 
-/* The driver hands back the CUfunction (or CUkernel); the registry keeps
- * no reverse map from device function to host stub yet, so that handle is
- * what the caller gets in `func`. */
+/* The driver hands back the CUkernel (and/or a CUfunction): a registered
+ * kernel becomes its host stub again, as NVIDIA's runtime reports it; a
+ * node that only names a CUfunction (added through the driver API) gives
+ * that handle. */
 static void kernel_from_cu(const CUDA_KERNEL_NODE_PARAMS *in, struct cudaKernelNodeParams *out) {
-  out->func = in->func != NULL ? (void *)in->func : (void *)in->kern;
+  const void *f = in->func != NULL ? (const void *)in->func : (const void *)in->kern;
+  if (in->kern != NULL) {
+    struct cudaev_kfunc *kf = cudaev__kfunc_find((const void *)in->kern);
+    f = kf != NULL && kf->stub != NULL ? kf->stub : (const void *)in->kern;
+  }
+  out->func = (void *)f;
   out->gridDim = (dim3){in->gridDimX, in->gridDimY, in->gridDimZ};
   out->blockDim = (dim3){in->blockDimX, in->blockDimY, in->blockDimZ};
   out->sharedMemBytes = in->sharedMemBytes;
