@@ -5,12 +5,30 @@
  * cuda_runtime_api.h; libcudart.so.13 built by this project implements it.
  *
  * Thread rule: functions are not thread-safe unless their comment says
- * "Thread: any".
+ * "Thread: any". "Thread: loop" means: only on the loop's thread, i.e.
+ * inside a callback the loop runs, or (embedded and foreign modes) the
+ * thread that drives the loop while it is not driving it concurrently.
+ *
+ * Outcomes. Submitting work returns a cudaError_t that says whether the
+ * work was enqueued. What happened to the work later is the future's
+ * outcome, also a cudaError_t: cudaSuccess, a CUDA error (sticky errors
+ * such as cudaErrorIllegalAddress reach every pending future of the
+ * context), or one of the two CUDAEV_ERROR_* values below.
+ *
+ * Ownership. Every function that returns a cudaev_future_t * through an
+ * `out` parameter gives the caller one reference; drop it with
+ * cudaev_future_release(). Callbacks receive a borrowed pointer (valid for
+ * the duration of the callback; retain it to keep it).
+ *
+ * See docs/design.md for the thread model and how a GPU completion travels
+ * to a callback.
  */
 #ifndef CUDAEV_H
 #define CUDAEV_H
 
 #include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,6 +37,269 @@ extern "C" {
 #define CUDAEV_VERSION_MAJOR 0
 #define CUDAEV_VERSION_MINOR 1
 #define CUDAEV_VERSION_PATCH 0
+
+struct ev_loop;      /* libev's loop (ev.h) */
+struct CUfunc_st;    /* the driver's CUfunction (cuda.h) */
+
+/* ---- outcomes ------------------------------------------------------------ */
+
+/* The future was cancelled (cudaev_future_cancel) before it completed. The
+ * GPU work itself was not stopped. */
+#define CUDAEV_ERROR_CANCELLED ((cudaError_t)10000)
+/* The loop was destroyed while the future was pending. */
+#define CUDAEV_ERROR_LOOP_DESTROYED ((cudaError_t)10001)
+
+/* The name of an outcome: cudaGetErrorName's for CUDA errors,
+ * "CUDAEV_ERROR_CANCELLED" / "CUDAEV_ERROR_LOOP_DESTROYED" for ours.
+ * Static storage. Thread: any. */
+const char *cudaev_error_name(cudaError_t e);
+
+/* ---- types --------------------------------------------------------------- */
+
+typedef struct cudaev_loop cudaev_loop_t;
+typedef struct cudaev_future cudaev_future_t;
+typedef struct cudaev_notify cudaev_notify_t;
+
+/* A continuation: runs once on the loop thread with the future's outcome. */
+typedef void (*cudaev_future_cb)(cudaev_future_t *f, cudaError_t status, void *user);
+/* Destructor of user data. */
+typedef void (*cudaev_dtor)(void *user);
+/* A loop-thread host function (cudaev_host_func). May call CUDA. */
+typedef cudaError_t (*cudaev_host_fn)(void *user);
+/* A function posted to the loop (cudaev_loop_post). */
+typedef void (*cudaev_loop_fn)(cudaev_loop_t *loop, void *user);
+/* A device notification (cudaev_notify_register). `info` is the driver's
+ * CUasyncNotificationInfo, copied; valid during the call. */
+typedef void (*cudaev_notify_cb)(cudaev_notify_t *n, const void *info, void *user);
+
+/* ---- loops --------------------------------------------------------------- */
+
+/* A loop delivers completions to callbacks on one thread. Three ways to run
+ * one (they differ only in who waits for the wakeup fd):
+ *
+ *  cudaev_loop_new_ev:      attached to the caller's libev loop; runs while
+ *                           the caller runs ev_run() on it.
+ *  cudaev_loop_new_foreign: driven by any loop (epoll, libuv, io_uring):
+ *                           watch cudaev_loop_fd() for readability, block no
+ *                           longer than cudaev_loop_timeout(), and call
+ *                           cudaev_loop_process() when the fd is readable or
+ *                           the timeout expired.
+ *  cudaev_loop_new_thread:  the library runs its own libev loop on its own
+ *                           thread.
+ *
+ * A loop serves the CUDA context that is current on the creating thread (a
+ * device's primary context is made current as the runtime does when none
+ * is). If the runtime cannot start (no driver, no device), the loop still
+ * works for promises and combinators, and GPU sources return that error.
+ *
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL out or evl),
+ * cudaErrorMemoryAllocation, or cudaErrorOperatingSystem (eventfd/thread).
+ * Ownership: the caller owns the loop; free it with cudaev_loop_destroy().
+ * Thread: any. */
+cudaError_t cudaev_loop_new_ev(struct ev_loop *evl, cudaev_loop_t **out);
+cudaError_t cudaev_loop_new_foreign(cudaev_loop_t **out);
+cudaError_t cudaev_loop_new_thread(cudaev_loop_t **out);
+
+/* The process-wide embedded loop (thread mode), created on first use.
+ * Returns NULL if it could not be created. Never destroy it; it lives until
+ * the process exits. Thread: any. */
+cudaev_loop_t *cudaev_loop_default(void);
+
+/* Destroys a loop. Every future still pending completes with
+ * CUDAEV_ERROR_LOOP_DESTROYED and its continuations run on the calling
+ * thread, inside this call (the one exception to "never inside the call").
+ * Loop-thread host functions not yet run are skipped (their streams are
+ * released). Then waits until the GPU has finished writing the loop's
+ * completion words (a context synchronisation when GPU futures were
+ * pending). Futures the application still holds stay valid for
+ * cudaev_future_ready/_result/_user/_release, nothing else.
+ * Thread: ev mode: the thread running the libev loop, not inside one of its
+ * callbacks (or when ev_run is not running); foreign mode: the driving
+ * thread, outside cudaev_loop_process; thread mode: any thread but the
+ * loop's own. Not for cudaev_loop_default(). */
+void cudaev_loop_destroy(cudaev_loop_t *loop);
+
+/* Foreign mode: the fd to watch for readability (an eventfd). Owned by the
+ * loop. Returns -1 for other modes. Thread: any. */
+int cudaev_loop_fd(cudaev_loop_t *loop);
+
+/* Foreign mode: call right before blocking. Returns how long the caller may
+ * block, in milliseconds (-1: until the fd is readable; 0: call
+ * cudaev_loop_process() now). It may spin for a few microseconds when GPU
+ * work is about to finish (see cudaev_loop_set_spin) and arms the wakeups
+ * that make the fd readable when the GPU finishes. Thread: loop. */
+int cudaev_loop_timeout(cudaev_loop_t *loop);
+
+/* Foreign mode: does everything that is ready (drains the fd, submitted
+ * work, GPU completions, continuations, the error watchdog). Never blocks
+ * (except inside user callbacks). Thread: loop (one thread at a time). */
+void cudaev_loop_process(cudaev_loop_t *loop);
+
+/* The longest the loop spins on GPU completion words before it sleeps, in
+ * microseconds (default 50; 0 never spins). The spin is adaptive: it only
+ * happens when the oldest pending work is expected to complete within that
+ * window, judged from recent completion times. Thread: any. */
+void cudaev_loop_set_spin(cudaev_loop_t *loop, unsigned max_us);
+
+/* Runs fn(loop, user) once on the loop thread, never inside this call.
+ * Returns cudaSuccess or cudaErrorMemoryAllocation. Thread: any. */
+cudaError_t cudaev_loop_post(cudaev_loop_t *loop, cudaev_loop_fn fn, void *user);
+
+/* The number of futures the loop is tracking (pending GPU work, pending
+ * promises and combinators). Approximate when read off the loop thread.
+ * Thread: any. */
+size_t cudaev_loop_pending(cudaev_loop_t *loop);
+
+/* ---- futures ------------------------------------------------------------- */
+
+/* Adds a continuation. It runs exactly once, on the loop thread, with the
+ * outcome: after the future completes, never inside this call, in the
+ * order continuations were added. The future is kept alive until it ran.
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL f or cb) or
+ * cudaErrorMemoryAllocation. Thread: any. */
+cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_cb cb, void *user);
+
+/* 1 when the future has completed (its outcome is known), else 0. Never
+ * blocks, drives nothing. Thread: any. */
+int cudaev_future_ready(const cudaev_future_t *f);
+
+/* The outcome, or cudaErrorNotReady while pending. Thread: any. */
+cudaError_t cudaev_future_result(const cudaev_future_t *f);
+
+/* Blocks until the future completes or timeout_ns passes (negative: no
+ * limit). Returns the outcome, or cudaErrorNotReady on timeout.
+ * A GPU future is also completed by the waiting thread itself when it sees
+ * the GPU's completion word, so waiting works even while no thread drives
+ * the loop; continuations still run on the loop thread.
+ * Returns cudaErrorNotPermitted when called on the loop thread inside a
+ * callback (it would deadlock). Thread: any other than the loop thread. */
+cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout_ns);
+
+/* Cancels a pending future: it completes now with CUDAEV_ERROR_CANCELLED
+ * (waiters wake; continuations run on the loop thread with that status).
+ * The GPU work is not stopped; its later completion is ignored. Returns 1
+ * if this call cancelled it, 0 if it had already completed.
+ * Thread: any. */
+int cudaev_future_cancel(cudaev_future_t *f);
+
+/* Adds a reference; returns f. Thread: any. */
+cudaev_future_t *cudaev_future_retain(cudaev_future_t *f);
+
+/* Drops a reference. The future is freed (and its user data destructor
+ * called, on the releasing thread) when the last reference goes; pending
+ * work and continuations hold references of their own, so releasing a
+ * pending future does not cancel it. NULL is ignored. Thread: any. */
+void cudaev_future_release(cudaev_future_t *f);
+
+/* Attaches user data; dtor (may be NULL) runs when the future is freed.
+ * Replacing data does not call the old destructor. Thread: any, but not
+ * concurrently with another set_user on the same future. */
+void cudaev_future_set_user(cudaev_future_t *f, void *user, cudaev_dtor dtor);
+void *cudaev_future_user(const cudaev_future_t *f);
+
+/* The loop a future belongs to. Thread: any. */
+cudaev_loop_t *cudaev_future_loop(const cudaev_future_t *f);
+
+/* ---- promises: futures the application completes ------------------------- */
+
+/* A future completed by cudaev_promise_set. Returns cudaSuccess,
+ * cudaErrorInvalidValue, cudaErrorMemoryAllocation. Thread: any. */
+cudaError_t cudaev_promise_new(cudaev_loop_t *loop, cudaev_future_t **out);
+
+/* Completes a promise with `status`. Returns cudaSuccess if this call
+ * completed it, cudaErrorIllegalState if it was already completed (or
+ * cancelled), cudaErrorInvalidValue if f is not a promise. Thread: any. */
+cudaError_t cudaev_promise_set(cudaev_future_t *f, cudaError_t status);
+
+/* ---- combinators ----------------------------------------------------------- */
+
+/* A future that completes when all n futures completed; its outcome is the
+ * first non-success outcome in completion order, else cudaSuccess. n == 0
+ * completes at once (still on the loop thread). The inputs stay owned by the
+ * caller (the combinator holds references of its own). All inputs must
+ * belong to `loop`. Returns cudaSuccess, cudaErrorInvalidValue,
+ * cudaErrorMemoryAllocation. Thread: any. */
+cudaError_t cudaev_when_all(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
+                            cudaev_future_t **out);
+
+/* A future that completes with the outcome of the first of the n futures
+ * to complete; cudaev_when_any_index() then says which. n must be > 0. */
+cudaError_t cudaev_when_any(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
+                            cudaev_future_t **out);
+/* The index of the input that completed a when_any future; (size_t)-1
+ * while pending or for other futures. Thread: any. */
+size_t cudaev_when_any_index(const cudaev_future_t *f);
+
+/* ---- GPU completion sources ---------------------------------------------- */
+/* Each enqueues its work on `stream`, then a completion marker, and returns
+ * a future for the marker: it completes when everything enqueued on the
+ * stream before it has finished. The stream must belong to the loop's
+ * context and must not be destroyed while its futures are pending. A
+ * context error (e.g. a kernel faulting) completes every pending GPU future
+ * of the loop with that error within about 250 ms. When submission fails no
+ * future is returned (*out = NULL) and the error is returned (and recorded
+ * as cudart's last error, as the corresponding cudaXxx would).
+ * Thread: any. */
+
+/* Everything enqueued on `stream` so far. */
+cudaError_t cudaev_stream_future(cudaev_loop_t *loop, cudaStream_t stream, cudaev_future_t **out);
+
+/* The work captured by the most recent cudaEventRecord of `event` (at the
+ * time of this call). Uses the loop's internal stream. */
+cudaError_t cudaev_event_future(cudaev_loop_t *loop, cudaEvent_t event, cudaev_future_t **out);
+
+/* cudaMemcpyAsync (kind must be a valid cudaMemcpyKind; addresses are
+ * resolved through unified addressing) + completion. */
+cudaError_t cudaev_memcpy_async(cudaev_loop_t *loop, void *dst, const void *src, size_t count,
+                                enum cudaMemcpyKind kind, cudaStream_t stream,
+                                cudaev_future_t **out);
+
+/* cudaMemsetAsync + completion. */
+cudaError_t cudaev_memset_async(cudaev_loop_t *loop, void *dev, int value, size_t count,
+                                cudaStream_t stream, cudaev_future_t **out);
+
+/* cudaMallocAsync: *dev_ptr is valid for stream-ordered use at once; the
+ * future says when the allocation itself has happened on the stream. */
+cudaError_t cudaev_malloc_async(cudaev_loop_t *loop, void **dev_ptr, size_t size,
+                                cudaStream_t stream, cudaev_future_t **out);
+
+/* cudaLaunchKernel (func: a registered host stub or a cudaKernel_t) +
+ * completion. */
+cudaError_t cudaev_launch_kernel_async(cudaev_loop_t *loop, const void *func, dim3 grid,
+                                       dim3 block, void **args, size_t shmem,
+                                       cudaStream_t stream, cudaev_future_t **out);
+
+/* cuLaunchKernel of a driver CUfunction + completion. */
+cudaError_t cudaev_launch_cufunc_async(cudaev_loop_t *loop, struct CUfunc_st *func, dim3 grid,
+                                       dim3 block, void **args, size_t shmem,
+                                       cudaStream_t stream, cudaev_future_t **out);
+
+/* Loop-thread host function. When the stream reaches this point, fn(user)
+ * runs on the loop thread, with the loop's context current; it MAY call
+ * CUDA (unlike cudaLaunchHostFunc), but must not wait for `stream` itself
+ * (the stream waits for fn). Work enqueued on `stream` after this call
+ * starts only after fn returned. The future completes once the stream has
+ * passed that point; its outcome is fn's return value (or a context error,
+ * or CUDAEV_ERROR_LOOP_DESTROYED if the loop was destroyed before fn ran,
+ * in which case fn does not run). Needs stream memory operations:
+ * cudaErrorNotSupported on devices without them. */
+cudaError_t cudaev_host_func(cudaev_loop_t *loop, cudaStream_t stream, cudaev_host_fn fn,
+                             void *user, cudaev_future_t **out);
+
+/* ---- device notifications ------------------------------------------------ */
+
+/* Registers cb for the device's asynchronous notifications
+ * (cuDeviceRegisterAsyncNotification, e.g. over-budget), delivered on the
+ * loop thread. Returns cudaSuccess, cudaErrorInvalidDevice, the driver's
+ * error (cudaErrorNotSupported where the driver has none), or
+ * cudaErrorMemoryAllocation. Ownership: unregister with
+ * cudaev_notify_unregister before destroying the loop. Thread: any. */
+cudaError_t cudaev_notify_register(cudaev_loop_t *loop, int device, cudaev_notify_cb cb,
+                                   void *user, cudaev_notify_t **out);
+
+/* Unregisters; after it returns no new callback is queued (one already
+ * queued is dropped). Thread: any. */
+cudaError_t cudaev_notify_unregister(cudaev_notify_t *n);
 
 #ifdef __cplusplus
 }

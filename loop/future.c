@@ -1,0 +1,401 @@
+/* Futures: outcome publication, continuations, wait, cancel, promises and
+ * the when_all / when_any combinators (cudaev_future_*, cudaev_promise_*,
+ * cudaev_when_*). */
+#include "loop_internal.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+_Thread_local struct cudaev_loop *cudaev__tls_loop;
+
+CUDAEV_EXPORT const char *cudaev_error_name(cudaError_t e) {
+  if (e == CUDAEV_ERROR_CANCELLED) return "CUDAEV_ERROR_CANCELLED";
+  if (e == CUDAEV_ERROR_LOOP_DESTROYED) return "CUDAEV_ERROR_LOOP_DESTROYED";
+  return cudaGetErrorName(e);
+}
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+struct cudaev_future *cudaev__future_new(struct cudaev_loop *loop, int kind) {
+  struct cudaev_future *f = cudaev__alloc(sizeof *f);
+  if (f == NULL) return NULL;
+  memset(f, 0, sizeof *f);
+  atomic_init(&f->refs, 1);
+  atomic_init(&f->state, CUDAEV__PENDING);
+  atomic_init(&f->msg_bits, 0);
+  atomic_init(&f->msg.next, NULL);
+  f->msg.kind = CUDAEV__MSG_FUTURE;
+  f->kind = (uint8_t)kind;
+  f->loop = loop;
+  f->result = cudaErrorNotReady;
+  f->x.pend_idx = UINT32_MAX;
+  return f;
+}
+
+CUDAEV_EXPORT cudaev_future_t *cudaev_future_retain(cudaev_future_t *f) {
+  if (f != NULL) atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+  return f;
+}
+
+CUDAEV_EXPORT void cudaev_future_release(cudaev_future_t *f) {
+  if (f == NULL) return;
+  if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1) return;
+  if (f->dtor != NULL) f->dtor(f->user);
+  cudaev__free(f, sizeof *f);
+}
+
+CUDAEV_EXPORT void cudaev_future_set_user(cudaev_future_t *f, void *user, cudaev_dtor dtor) {
+  if (f == NULL || f->kind == CUDAEV__K_HOSTFN) return;
+  f->user = user;
+  f->dtor = dtor;
+}
+
+CUDAEV_EXPORT void *cudaev_future_user(const cudaev_future_t *f) {
+  return f == NULL ? NULL : f->user;
+}
+
+CUDAEV_EXPORT cudaev_loop_t *cudaev_future_loop(const cudaev_future_t *f) {
+  return f == NULL ? NULL : f->loop;
+}
+
+/* ---- completion ---------------------------------------------------------- */
+
+static void futex_wake_all(_Atomic uint32_t *addr) {
+  syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Sends f to the loop with `bit`; the queued message holds a reference. */
+static void send_bits(struct cudaev_future *f, uint32_t bit) {
+  if (atomic_fetch_or_explicit(&f->msg_bits, bit, memory_order_acq_rel) != 0) return;
+  cudaev_future_retain(f);
+  cudaev__loop_send(f->loop, &f->msg);
+}
+
+bool cudaev__future_claim(struct cudaev_future *f) {
+  uint32_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+  while ((s & CUDAEV__STATE_MASK) == CUDAEV__PENDING) {
+    if (atomic_compare_exchange_weak_explicit(&f->state, &s, (s & CUDAEV__WAITERS) | CUDAEV__CLAIMED,
+                                              memory_order_acq_rel, memory_order_relaxed))
+      return true;
+  }
+  return false;
+}
+
+void cudaev__future_complete(struct cudaev_future *f, cudaError_t status) {
+  f->result = status;
+  uint32_t old = atomic_exchange_explicit(&f->state, CUDAEV__DONE, memory_order_acq_rel);
+  if (old & CUDAEV__WAITERS) futex_wake_all(&f->state);
+  if (cudaev__on_loop(f->loop))
+    cudaev__future_fire(f);
+  else
+    send_bits(f, CUDAEV__MB_FIRE);
+}
+
+bool cudaev__future_try_complete(struct cudaev_future *f, cudaError_t status) {
+  if (!cudaev__future_claim(f)) return false;
+  cudaev__future_complete(f, status);
+  return true;
+}
+
+static bool is_listed(const struct cudaev_future *f) {
+  return f->kind == CUDAEV__K_PROMISE || f->kind == CUDAEV__K_ALL || f->kind == CUDAEV__K_ANY;
+}
+
+static void register_now(struct cudaev_loop *loop, struct cudaev_future *f) {
+  if (is_listed(f)) {
+    if (!cudaev__pend_add(loop, f)) {
+      /* Untracked: it still works, but loop destroy cannot fail it; keep
+       * the loop's reference until it fires. */
+    }
+  } else {
+    cudaev__gpu_track(loop, f);
+  }
+}
+
+void cudaev__future_submit(struct cudaev_future *f) {
+  if (cudaev__on_loop(f->loop))
+    register_now(f->loop, f);
+  else
+    send_bits(f, CUDAEV__MB_SUBMIT);
+}
+
+static struct cudaev__cont *reverse(struct cudaev__cont *c) {
+  struct cudaev__cont *r = NULL;
+  while (c != NULL) {
+    struct cudaev__cont *n = c->next;
+    c->next = r;
+    r = c;
+    c = n;
+  }
+  return r;
+}
+
+void cudaev__future_fire(struct cudaev_future *f) {
+  if (f->fired) return;
+  f->fired = 1;
+  cudaev_future_retain(f); /* alive until the last continuation ran */
+  bool listed = is_listed(f);
+  if (listed) cudaev__pend_del(f->loop, f);
+  struct cudaev__cont *c = reverse(f->conts);
+  f->conts = NULL;
+  while (c != NULL) {
+    struct cudaev__cont *n = c->next;
+    c->cb(f, f->result, c->user);
+    cudaev__free(c, sizeof *c);
+    cudaev_future_release(f); /* the continuation's reference */
+    c = n;
+  }
+  if (listed) cudaev_future_release(f); /* the loop's reference */
+  cudaev_future_release(f);
+}
+
+static void deferred_push(struct cudaev_loop *loop, struct cudaev__cont *c) {
+  c->next = NULL;
+  if (loop->def_tail != NULL)
+    loop->def_tail->next = c;
+  else
+    loop->def_head = c;
+  loop->def_tail = c;
+}
+
+static void cont_add(struct cudaev_loop *loop, struct cudaev__cont *c) {
+  struct cudaev_future *f = c->f;
+  if (f->fired) {
+    deferred_push(loop, c);
+  } else {
+    c->next = f->conts;
+    f->conts = c;
+  }
+}
+
+bool cudaev__run_deferred(struct cudaev_loop *loop) {
+  /* Only what was queued before this pass: a continuation that adds
+   * another one to a completed future does not starve the loop. */
+  struct cudaev__cont *c = loop->def_head;
+  loop->def_head = loop->def_tail = NULL;
+  while (c != NULL) {
+    struct cudaev__cont *n = c->next;
+    struct cudaev_future *f = c->f;
+    c->cb(f, f->result, c->user);
+    cudaev__free(c, sizeof *c);
+    cudaev_future_release(f);
+    c = n;
+  }
+  return loop->def_head != NULL;
+}
+
+void cudaev__future_msg(struct cudaev_loop *loop, struct cudaev__msg *m) {
+  if (m->kind == CUDAEV__MSG_THEN) {
+    cont_add(loop, (struct cudaev__cont *)m);
+    return;
+  }
+  struct cudaev_future *f = (struct cudaev_future *)m;
+  uint32_t bits = atomic_exchange_explicit(&f->msg_bits, 0, memory_order_acq_rel);
+  if (bits & CUDAEV__MB_SUBMIT) register_now(loop, f);
+  if (bits & CUDAEV__MB_FIRE) cudaev__future_fire(f);
+  cudaev_future_release(f); /* the message's reference */
+}
+
+/* ---- public: continuations, state, wait, cancel ----------------------- */
+
+CUDAEV_EXPORT cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_cb cb, void *user) {
+  if (f == NULL || cb == NULL || f->kind == CUDAEV__K_HOSTFN) return cudaErrorInvalidValue;
+  struct cudaev__cont *c = cudaev__alloc(sizeof *c);
+  if (c == NULL) return cudaErrorMemoryAllocation;
+  atomic_init(&c->msg.next, NULL);
+  c->msg.kind = CUDAEV__MSG_THEN;
+  c->next = NULL;
+  c->f = cudaev_future_retain(f);
+  c->cb = cb;
+  c->user = user;
+  if (cudaev__on_loop(f->loop))
+    cont_add(f->loop, c);
+  else
+    cudaev__loop_send(f->loop, &c->msg);
+  return cudaSuccess;
+}
+
+CUDAEV_EXPORT int cudaev_future_ready(const cudaev_future_t *f) {
+  if (f == NULL) return 0;
+  return (atomic_load_explicit(&((cudaev_future_t *)f)->state, memory_order_acquire) &
+          CUDAEV__STATE_MASK) == CUDAEV__DONE;
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_future_result(const cudaev_future_t *f) {
+  if (f == NULL) return cudaErrorInvalidValue;
+  return cudaev_future_ready(f) ? f->result : cudaErrorNotReady;
+}
+
+CUDAEV_EXPORT int cudaev_future_cancel(cudaev_future_t *f) {
+  if (f == NULL || f->kind == CUDAEV__K_HOSTFN) return 0;
+  return cudaev__future_try_complete(f, CUDAEV_ERROR_CANCELLED);
+}
+
+/* A plain GPU future can be completed by its waiter from its completion
+ * word, so that waiting works while nobody drives the loop. */
+static bool self_complete(struct cudaev_future *f) {
+  if (f->kind != CUDAEV__K_GPU || f->has_gate || f->use_event) return false;
+  if (!cudaev__gpu_word_done(f)) return false;
+  cudaev__future_try_complete(f, cudaSuccess);
+  return true;
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout_ns) {
+  if (f == NULL) return cudaErrorInvalidValue;
+  if (cudaev__tls_loop != NULL && cudaev__tls_loop == f->loop) return cudaErrorNotPermitted;
+  uint64_t start = cudaev__now_ns();
+  uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
+  bool gpu = f->kind == CUDAEV__K_GPU;
+  for (unsigned spins = 0;; spins++) {
+    uint32_t s = atomic_load_explicit(&f->state, memory_order_acquire);
+    if ((s & CUDAEV__STATE_MASK) == CUDAEV__DONE) return f->result;
+    if (gpu && (s & CUDAEV__STATE_MASK) == CUDAEV__PENDING && self_complete(f)) continue;
+    uint64_t now = cudaev__now_ns();
+    if (now >= deadline) return cudaErrorNotReady;
+    /* A short spin first: GPU work waited for is often microseconds away. */
+    if (now - start < 20000 && spins < 100000) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    uint64_t slice = deadline - now;
+    if (gpu && slice > 1000000) slice = 1000000; /* re-check the word each ms */
+    if ((s & CUDAEV__WAITERS) == 0) {
+      if (!atomic_compare_exchange_strong_explicit(&f->state, &s, s | CUDAEV__WAITERS,
+                                                   memory_order_acq_rel, memory_order_acquire))
+        continue;
+      s |= CUDAEV__WAITERS;
+    }
+    struct timespec ts = {(time_t)(slice / 1000000000u), (long)(slice % 1000000000u)};
+    syscall(SYS_futex, (uint32_t *)&f->state, FUTEX_WAIT_PRIVATE, s, &ts, NULL, 0);
+  }
+}
+
+/* ---- promises ------------------------------------------------------------ */
+
+CUDAEV_EXPORT cudaError_t cudaev_promise_new(cudaev_loop_t *loop, cudaev_future_t **out) {
+  if (out != NULL) *out = NULL;
+  if (loop == NULL || out == NULL) return cudaErrorInvalidValue;
+  struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_PROMISE);
+  if (f == NULL) return cudaErrorMemoryAllocation;
+  cudaev_future_retain(f); /* the loop's */
+  cudaev__future_submit(f);
+  *out = f;
+  return cudaSuccess;
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_promise_set(cudaev_future_t *f, cudaError_t status) {
+  if (f == NULL || f->kind != CUDAEV__K_PROMISE) return cudaErrorInvalidValue;
+  return cudaev__future_try_complete(f, status) ? cudaSuccess : cudaErrorIllegalState;
+}
+
+/* ---- combinators --------------------------------------------------------- */
+
+static void all_cb(cudaev_future_t *in, cudaError_t status, void *user) {
+  struct cudaev_future *c = user;
+  /* `tag` holds the first error seen; loop thread only. */
+  if (status != cudaSuccess && c->tag == 0) c->tag = (uint32_t)status;
+  if (--c->u.left == 0) cudaev__future_try_complete(c, (cudaError_t)c->tag);
+  cudaev_future_release(c);
+}
+
+struct any_block {
+  struct cudaev_future *c;
+  _Atomic size_t left; /* inputs whose continuation has not run */
+  size_t n;
+  struct any_ent {
+    struct any_block *b;
+    size_t i;
+  } ent[];
+};
+
+static void any_block_free(struct any_block *b) {
+  cudaev_future_release(b->c);
+  cudaev__free(b, sizeof *b + b->n * sizeof b->ent[0]);
+}
+
+static void any_cb(cudaev_future_t *in, cudaError_t status, void *user) {
+  struct any_ent *e = user;
+  struct any_block *b = e->b;
+  struct cudaev_future *c = b->c;
+  if (cudaev__future_claim(c)) {
+    c->u.index = e->i;
+    cudaev__future_complete(c, status);
+  }
+  if (atomic_fetch_sub_explicit(&b->left, 1, memory_order_acq_rel) == 1) any_block_free(b);
+}
+
+static cudaError_t combine(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
+                           cudaev_future_t **out, int kind) {
+  if (out != NULL) *out = NULL;
+  if (loop == NULL || out == NULL || (n > 0 && fs == NULL)) return cudaErrorInvalidValue;
+  if (kind == CUDAEV__K_ANY && (n == 0 || n > UINT32_MAX)) return cudaErrorInvalidValue;
+  for (size_t i = 0; i < n; i++)
+    if (fs[i] == NULL || fs[i]->loop != loop || fs[i]->kind == CUDAEV__K_HOSTFN)
+      return cudaErrorInvalidValue;
+  struct cudaev_future *c = cudaev__future_new(loop, kind);
+  if (c == NULL) return cudaErrorMemoryAllocation;
+  struct any_block *b = NULL;
+  if (kind == CUDAEV__K_ANY) {
+    b = cudaev__alloc(sizeof *b + n * sizeof b->ent[0]);
+    if (b == NULL) {
+      cudaev_future_release(c);
+      return cudaErrorMemoryAllocation;
+    }
+    b->c = cudaev_future_retain(c); /* released with the block */
+    atomic_init(&b->left, n);
+    b->n = n;
+    c->u.index = SIZE_MAX;
+  } else {
+    c->u.left = n;
+  }
+  cudaev_future_retain(c); /* the loop's */
+  cudaev__future_submit(c);
+  cudaError_t err = cudaSuccess;
+  size_t i = 0;
+  for (; i < n; i++) {
+    if (kind == CUDAEV__K_ALL) {
+      cudaev_future_retain(c);
+      err = cudaev_future_then(fs[i], all_cb, c);
+      if (err != cudaSuccess) cudaev_future_release(c);
+    } else {
+      b->ent[i].b = b;
+      b->ent[i].i = i;
+      err = cudaev_future_then(fs[i], any_cb, &b->ent[i]);
+    }
+    if (err != cudaSuccess) break;
+  }
+  if (err != cudaSuccess) {
+    /* Inputs already hooked still run their continuation; complete the
+     * combinator now so they find it done. */
+    cudaev__future_try_complete(c, err);
+    if (kind == CUDAEV__K_ANY) {
+      /* Entries never hooked will not count down: take them off now. */
+      if (atomic_fetch_sub_explicit(&b->left, n - i, memory_order_acq_rel) == n - i)
+        any_block_free(b);
+    }
+    cudaev_future_release(c);
+    return err;
+  }
+  if (kind == CUDAEV__K_ALL && n == 0) cudaev__future_try_complete(c, cudaSuccess);
+  *out = c;
+  return cudaSuccess;
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_when_all(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
+                                          cudaev_future_t **out) {
+  return combine(loop, fs, n, out, CUDAEV__K_ALL);
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_when_any(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
+                                          cudaev_future_t **out) {
+  return combine(loop, fs, n, out, CUDAEV__K_ANY);
+}
+
+CUDAEV_EXPORT size_t cudaev_when_any_index(const cudaev_future_t *f) {
+  if (f == NULL || f->kind != CUDAEV__K_ANY || !cudaev_future_ready(f)) return (size_t)-1;
+  return (size_t)f->u.index;
+}

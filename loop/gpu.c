@@ -1,0 +1,747 @@
+/* GPU completion sources (cudaev_stream_future, cudaev_event_future, the
+ * async memcpy/memset/malloc/launch variants, cudaev_host_func) and device
+ * notifications.
+ *
+ * How a completion is detected (docs/design.md has the picture):
+ *  - every submission enqueues, after the work, cuStreamWriteValue32 of a
+ *    unique tag into its own word of pinned, mapped host memory;
+ *  - the loop keeps one FIFO per stream and reads only the oldest word of
+ *    each busy stream (stream order makes the rest wait behind it);
+ *  - before sleeping it spins briefly when the oldest work is expected to
+ *    finish soon (from a moving average of completion times), and only then
+ *    arms one cuLaunchHostFunc per busy stream that writes the loop's
+ *    eventfd: no host callback per operation;
+ *  - host functions never run after a sticky context error, so a watchdog
+ *    timer queries the loop's internal stream every 200 ms and fails every
+ *    pending future with the context's error;
+ *  - where stream memory operations are missing, pooled events replace the
+ *    words (CUDAEV_LOOP_EVENTS=1 forces this path).
+ */
+#include "loop_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define WORDS_PER_CHUNK 4096u
+#define MAX_CHUNKS 1024u
+#define NBUCKETS 1024u
+#define WATCHDOG_NS 200000000ull
+
+struct cudaev__track {
+  CUstream stream;
+  struct cudaev_future *head, *tail; /* FIFO, oldest first */
+  struct cudaev__track *hnext;       /* hash chain */
+  uint32_t busy_idx;                 /* index in gpu->busy, UINT32_MAX when idle */
+  uint64_t nsub;                     /* plain futures submitted */
+  uint64_t armed_upto;               /* nsub when a wakeup was last armed */
+};
+
+struct cudaev__gpu {
+  CUcontext ctx;
+  CUstream internal; /* event futures and the watchdog's query */
+  int use_events;
+  _Atomic uint32_t tag_gen;
+  /* Shared with submitting threads; never held across a driver call. */
+  pthread_mutex_t mu;
+  uint32_t *free_words;
+  uint32_t nfree, cap_free;
+  CUevent *free_events;
+  uint32_t nfree_ev, cap_free_ev;
+  uint32_t nchunks;
+  uint32_t *chunk_host[MAX_CHUNKS];
+  CUdeviceptr chunk_dev[MAX_CHUNKS];
+  /* Loop thread only. */
+  struct cudaev__track *buckets[NBUCKETS];
+  struct cudaev__track **busy;
+  uint32_t nbusy, cap_busy;
+  size_t ntracked;
+  uint64_t ewma_ns;
+  uint64_t next_watchdog;
+};
+
+static inline uint32_t *word_ptr(struct cudaev__gpu *g, uint32_t w) {
+  return g->chunk_host[w / WORDS_PER_CHUNK] + w % WORDS_PER_CHUNK;
+}
+static inline CUdeviceptr word_dev(struct cudaev__gpu *g, uint32_t w) {
+  return g->chunk_dev[w / WORDS_PER_CHUNK] + (CUdeviceptr)(w % WORDS_PER_CHUNK) * 4u;
+}
+
+/* Grows an array of 32/64-bit items under the mutex (no driver call). */
+static bool grow(void **arr, uint32_t *cap, size_t item, uint32_t need) {
+  if (need <= *cap) return true;
+  uint32_t ncap = *cap ? *cap : 256;
+  while (ncap < need) ncap *= 2;
+  void *p = cudaev__alloc(ncap * item);
+  if (p == NULL) return false;
+  if (*cap) memcpy(p, *arr, *cap * item);
+  cudaev__free(*arr, *cap * item);
+  *arr = p;
+  *cap = ncap;
+  return true;
+}
+
+static cudaError_t word_get(struct cudaev__gpu *g, uint32_t *out) {
+  pthread_mutex_lock(&g->mu);
+  if (g->nfree > 0) {
+    *out = g->free_words[--g->nfree];
+    pthread_mutex_unlock(&g->mu);
+    __atomic_store_n(word_ptr(g, *out), 0u, __ATOMIC_RELAXED);
+    return cudaSuccess;
+  }
+  pthread_mutex_unlock(&g->mu);
+  /* Grow outside the lock: a new chunk of pinned, device-mapped words. */
+  void *host = NULL;
+  CUdeviceptr dev = 0;
+  CUresult r = cudaev__drv.cuMemHostAlloc(&host, WORDS_PER_CHUNK * 4u,
+                                          CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+  if (r == CUDA_SUCCESS) r = cudaev__drv.cuMemHostGetDevicePointer(&dev, host, 0);
+  if (r != CUDA_SUCCESS) {
+    if (host != NULL) cudaev__drv.cuMemFreeHost(host);
+    return cudaev__error_from_cu(r);
+  }
+  memset(host, 0, WORDS_PER_CHUNK * 4u);
+  pthread_mutex_lock(&g->mu);
+  if (g->nchunks == MAX_CHUNKS ||
+      !grow((void **)&g->free_words, &g->cap_free, sizeof(uint32_t), g->nfree + WORDS_PER_CHUNK)) {
+    pthread_mutex_unlock(&g->mu);
+    cudaev__drv.cuMemFreeHost(host);
+    return cudaErrorMemoryAllocation;
+  }
+  uint32_t c = g->nchunks++;
+  g->chunk_host[c] = host;
+  g->chunk_dev[c] = dev;
+  for (uint32_t i = WORDS_PER_CHUNK; i-- > 1;) g->free_words[g->nfree++] = c * WORDS_PER_CHUNK + i;
+  pthread_mutex_unlock(&g->mu);
+  *out = c * WORDS_PER_CHUNK;
+  return cudaSuccess;
+}
+
+static void words_put(struct cudaev__gpu *g, const uint32_t *w, uint32_t n) {
+  if (n == 0) return;
+  pthread_mutex_lock(&g->mu);
+  /* cap_free always covers every word ever made (grown with the chunks). */
+  for (uint32_t i = 0; i < n; i++) g->free_words[g->nfree++] = w[i];
+  pthread_mutex_unlock(&g->mu);
+}
+
+static cudaError_t event_get(struct cudaev__gpu *g, CUevent *out) {
+  pthread_mutex_lock(&g->mu);
+  if (g->nfree_ev > 0) {
+    *out = g->free_events[--g->nfree_ev];
+    pthread_mutex_unlock(&g->mu);
+    return cudaSuccess;
+  }
+  pthread_mutex_unlock(&g->mu);
+  return cudaev__error_from_cu(cudaev__drv.cuEventCreate(out, CU_EVENT_DISABLE_TIMING));
+}
+
+static void event_put(struct cudaev__gpu *g, CUevent e) {
+  pthread_mutex_lock(&g->mu);
+  if (grow((void **)&g->free_events, &g->cap_free_ev, sizeof(CUevent), g->nfree_ev + 1)) {
+    g->free_events[g->nfree_ev++] = e;
+    e = NULL;
+  }
+  pthread_mutex_unlock(&g->mu);
+  if (e != NULL) cudaev__drv.cuEventDestroy(e);
+}
+
+static uint32_t next_tag(struct cudaev__gpu *g) {
+  uint32_t t;
+  do t = atomic_fetch_add_explicit(&g->tag_gen, 1, memory_order_relaxed) + 1;
+  while (t == 0);
+  return t;
+}
+
+/* ---- context -------------------------------------------------------------- */
+
+bool cudaev__gpu_enter(struct cudaev_loop *loop) {
+  CUcontext c = NULL;
+  cudaev__drv.cuCtxGetCurrent(&c);
+  if (c == loop->gpu->ctx) return false;
+  return cudaev__drv.cuCtxPushCurrent(loop->gpu->ctx) == CUDA_SUCCESS;
+}
+
+void cudaev__gpu_leave(struct cudaev_loop *loop, bool pushed) {
+  if (pushed) {
+    CUcontext c;
+    cudaev__drv.cuCtxPopCurrent(&c);
+  }
+}
+
+cudaError_t cudaev__gpu_init(struct cudaev_loop *loop) {
+  cudaError_t e = cudaev__ctx();
+  if (e != cudaSuccess) return e;
+  struct cudaev__gpu *g = cudaev__alloc(sizeof *g);
+  if (g == NULL) return cudaErrorMemoryAllocation;
+  memset(g, 0, sizeof *g);
+  pthread_mutex_init(&g->mu, NULL);
+  atomic_init(&g->tag_gen, 0);
+  g->ewma_ns = 10000;
+  CUresult r = cudaev__drv.cuCtxGetCurrent(&g->ctx);
+  if (r == CUDA_SUCCESS) r = cudaev__drv.cuStreamCreate(&g->internal, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    pthread_mutex_destroy(&g->mu);
+    cudaev__free(g, sizeof *g);
+    return cudaev__error_from_cu(r);
+  }
+  const char *env = getenv("CUDAEV_LOOP_EVENTS");
+  g->use_events = env != NULL && env[0] == '1';
+  if (!g->use_events) {
+    /* Probe stream memory operations once; the probe word stays reserved. */
+    uint32_t w;
+    e = word_get(g, &w);
+    if (e == cudaSuccess) {
+      r = cudaev__drv.cuStreamWriteValue32(g->internal, word_dev(g, w), 1, 0);
+      if (r == CUDA_ERROR_NOT_SUPPORTED) g->use_events = 1;
+    } else {
+      g->use_events = 1; /* no mapped pinned memory: events still work */
+    }
+  }
+  loop->gpu = g;
+  return cudaSuccess;
+}
+
+/* ---- tracking (loop thread) --------------------------------------------- */
+
+static struct cudaev__track *track_get(struct cudaev__gpu *g, CUstream s) {
+  uintptr_t h = ((uintptr_t)s >> 4) * 0x9E3779B97F4A7C15ull;
+  struct cudaev__track **b = &g->buckets[(h >> 32) % NBUCKETS];
+  for (struct cudaev__track *t = *b; t != NULL; t = t->hnext)
+    if (t->stream == s) return t;
+  struct cudaev__track *t = cudaev__alloc(sizeof *t);
+  if (t == NULL) return NULL;
+  memset(t, 0, sizeof *t);
+  t->stream = s;
+  t->busy_idx = UINT32_MAX;
+  t->hnext = *b;
+  *b = t;
+  return t;
+}
+
+void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
+  struct cudaev__gpu *g = loop->gpu;
+  /* Until tracked, `track` carries the stream handle (see gpu_submit). */
+  struct cudaev__track *t = track_get(g, (CUstream)(void *)f->track);
+  if (t == NULL || (t->busy_idx == UINT32_MAX &&
+                    !grow((void **)&g->busy, &g->cap_busy, sizeof *g->busy, g->nbusy + 1))) {
+    /* Out of memory: report it; the word is not recycled (the GPU may
+     * still write it). */
+    cudaev__future_try_complete(f, cudaErrorMemoryAllocation);
+    if (f->kind == CUDAEV__K_HOSTFN) cudaev_future_release(f->user);
+    cudaev_future_release(f);
+    return;
+  }
+  f->track = t;
+  f->qnext = NULL;
+  if (t->tail != NULL)
+    t->tail->qnext = f;
+  else
+    t->head = f;
+  t->tail = f;
+  if (f->kind == CUDAEV__K_GPU && !f->has_gate) t->nsub++;
+  if (t->busy_idx == UINT32_MAX) {
+    t->busy_idx = g->nbusy;
+    g->busy[g->nbusy++] = t;
+    if (g->nbusy == 1) g->next_watchdog = cudaev__now_ns() + WATCHDOG_NS;
+  }
+  g->ntracked++;
+}
+
+size_t cudaev__gpu_pending(struct cudaev_loop *loop) { return loop->gpu->ntracked; }
+
+bool cudaev__gpu_word_done(struct cudaev_future *f) {
+  struct cudaev__gpu *g = f->loop->gpu;
+  return __atomic_load_n(word_ptr(g, f->x.word), __ATOMIC_ACQUIRE) == f->tag;
+}
+
+static bool head_done(struct cudaev__gpu *g, struct cudaev_future *f) {
+  if (f->use_event) return cudaev__drv.cuEventQuery(f->u.ev) == CUDA_SUCCESS;
+  return __atomic_load_n(word_ptr(g, f->x.word), __ATOMIC_ACQUIRE) == f->tag;
+}
+
+struct recycle {
+  uint32_t w[64];
+  uint32_t n;
+};
+
+static void recycle_word(struct cudaev__gpu *g, struct recycle *rc, uint32_t w) {
+  if (rc->n == 64) {
+    words_put(g, rc->w, rc->n);
+    rc->n = 0;
+  }
+  rc->w[rc->n++] = w;
+}
+
+/* A popped entry whose marker the GPU has passed (or, with `fail`, whose
+ * context died / loop is going away). */
+static void finish(struct cudaev_loop *loop, struct cudaev_future *f, struct recycle *rc,
+                   cudaError_t fail, uint64_t now) {
+  struct cudaev__gpu *g = loop->gpu;
+  g->ntracked--;
+  if (f->kind == CUDAEV__K_HOSTFN) {
+    struct cudaev_future *uf = f->user;
+    if (uf != NULL) {
+      cudaError_t res = fail;
+      if (fail == cudaSuccess) res = f->u.h.fn(f->u.h.user);
+      uf->u.hostfn_result = res;
+    }
+    /* Open the gate: the stream goes on. */
+    __atomic_store_n(word_ptr(g, f->gate), f->tag, __ATOMIC_RELEASE);
+    recycle_word(g, rc, f->x.word);
+    cudaev_future_release(uf);
+    cudaev_future_release(f);
+    return;
+  }
+  cudaError_t st = fail != cudaSuccess ? fail : f->has_gate ? f->u.hostfn_result : cudaSuccess;
+  if (cudaev__future_try_complete(f, st) && fail == cudaSuccess && now > f->t_submit)
+    g->ewma_ns = g->ewma_ns - g->ewma_ns / 8 + (now - f->t_submit) / 8;
+  if (f->use_event)
+    event_put(g, f->u.ev);
+  else
+    recycle_word(g, rc, f->x.word);
+  if (f->has_gate) recycle_word(g, rc, f->gate);
+  cudaev_future_release(f); /* the FIFO's reference */
+}
+
+static void busy_del(struct cudaev__gpu *g, uint32_t i) {
+  struct cudaev__track *t = g->busy[i];
+  struct cudaev__track *last = g->busy[--g->nbusy];
+  g->busy[i] = last;
+  last->busy_idx = i;
+  t->busy_idx = UINT32_MAX;
+}
+
+bool cudaev__gpu_poll(struct cudaev_loop *loop) {
+  struct cudaev__gpu *g = loop->gpu;
+  struct recycle rc = {.n = 0};
+  bool any = false;
+  uint64_t now = 0;
+  /* Callbacks run inside finish() may submit more work (appends to FIFOs
+   * and to `busy`), so everything is re-read on each step. */
+  for (uint32_t i = 0; i < g->nbusy;) {
+    struct cudaev__track *t = g->busy[i];
+    struct cudaev_future *f;
+    while ((f = t->head) != NULL && head_done(g, f)) {
+      t->head = f->qnext;
+      if (t->head == NULL) t->tail = NULL;
+      if (now == 0) now = cudaev__now_ns();
+      finish(loop, f, &rc, cudaSuccess, now);
+      any = true;
+    }
+    if (t->head == NULL && t->busy_idx == i)
+      busy_del(g, i);
+    else
+      i++;
+  }
+  words_put(g, rc.w, rc.n);
+  return any;
+}
+
+/* Fails everything tracked with `err` (sticky context error or destroy). */
+static void fail_all(struct cudaev_loop *loop, cudaError_t err) {
+  struct cudaev__gpu *g = loop->gpu;
+  struct recycle rc = {.n = 0};
+  while (g->nbusy > 0) {
+    struct cudaev__track *t = g->busy[g->nbusy - 1];
+    struct cudaev_future *f;
+    while ((f = t->head) != NULL) {
+      t->head = f->qnext;
+      if (t->head == NULL) t->tail = NULL;
+      finish(loop, f, &rc, err, 0);
+    }
+    if (t->busy_idx != UINT32_MAX) busy_del(g, t->busy_idx);
+  }
+  words_put(g, rc.w, rc.n);
+}
+
+void cudaev__gpu_watchdog(struct cudaev_loop *loop, uint64_t now) {
+  struct cudaev__gpu *g = loop->gpu;
+  if (g->nbusy == 0 || now < g->next_watchdog) return;
+  g->next_watchdog = now + WATCHDOG_NS;
+  /* A sticky error is returned by every later call in the context, so a
+   * query of our own idle stream sees it without blocking. */
+  CUresult r = cudaev__drv.cuStreamQuery(g->internal);
+  if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) return;
+  cudaError_t e = cudaev__error_from_cu(r);
+  if (cudaev__error_is_sticky(e)) fail_all(loop, e);
+}
+
+uint64_t cudaev__gpu_deadline(struct cudaev_loop *loop) {
+  return loop->gpu->nbusy ? loop->gpu->next_watchdog : 0;
+}
+
+static void CUDA_CB wake_fn(void *arg) {
+  struct cudaev__waker *w = arg;
+  cudaev__waker_wake(w);
+  cudaev__waker_release(w);
+}
+
+static bool any_head_done(struct cudaev__gpu *g) {
+  for (uint32_t i = 0; i < g->nbusy; i++)
+    if (head_done(g, g->busy[i]->head)) return true;
+  return false;
+}
+
+uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
+  struct cudaev__gpu *g = loop->gpu;
+  if (g->nbusy == 0) return UINT64_MAX;
+  uint64_t now = cudaev__now_ns();
+  /* Adaptive spin (CUDA.jl): only while the oldest work is expected to
+   * finish within the window, judged from recent completion times. */
+  uint64_t max = (uint64_t)atomic_load_explicit(&loop->spin_max_us, memory_order_relaxed) * 1000;
+  if (max > 0 && !g->use_events) {
+    uint64_t oldest = UINT64_MAX;
+    for (uint32_t i = 0; i < g->nbusy; i++)
+      if (g->busy[i]->head->t_submit < oldest) oldest = g->busy[i]->head->t_submit;
+    uint64_t end = oldest + 2 * g->ewma_ns + 5000;
+    if (end > now + max) end = now + max;
+    while (now < end) {
+      if (any_head_done(g)) return 0;
+      for (int k = 0; k < 16; k++) __builtin_ia32_pause();
+      now = cudaev__now_ns();
+    }
+  }
+  if (any_head_done(g)) return 0;
+  /* Arm one host function per busy stream with work submitted since its
+   * last one (UCX): it writes the eventfd when the stream gets there. */
+  for (uint32_t i = 0; i < g->nbusy; i++) {
+    struct cudaev__track *t = g->busy[i];
+    if (t->nsub <= t->armed_upto) continue;
+    atomic_fetch_add_explicit(&loop->waker->refs, 1, memory_order_relaxed);
+    if (cudaev__drv.cuLaunchHostFunc(t->stream, wake_fn, loop->waker) == CUDA_SUCCESS)
+      t->armed_upto = t->nsub;
+    else
+      cudaev__waker_release(loop->waker); /* the watchdog still polls */
+  }
+  /* Something may have finished while arming. */
+  if (any_head_done(g)) return 0;
+  now = cudaev__now_ns();
+  return g->next_watchdog > now ? g->next_watchdog - now : 0;
+}
+
+void cudaev__gpu_fini(struct cudaev_loop *loop) {
+  struct cudaev__gpu *g = loop->gpu;
+  bool pushed = cudaev__gpu_enter(loop);
+  bool had = g->nbusy > 0;
+  /* Host functions not run are skipped (their gates open in finish()). */
+  fail_all(loop, CUDAEV_ERROR_LOOP_DESTROYED);
+  /* The GPU may still be about to write our words: let it finish. */
+  if (had) cudaev__drv.cuCtxSynchronize(NULL);
+  cudaev__drv.cuStreamSynchronize(g->internal);
+  cudaev__drv.cuStreamDestroy(g->internal);
+  for (uint32_t i = 0; i < g->nfree_ev; i++) cudaev__drv.cuEventDestroy(g->free_events[i]);
+  for (uint32_t i = 0; i < g->nchunks; i++) cudaev__drv.cuMemFreeHost(g->chunk_host[i]);
+  cudaev__gpu_leave(loop, pushed);
+  for (uint32_t b = 0; b < NBUCKETS; b++) {
+    struct cudaev__track *t = g->buckets[b];
+    while (t != NULL) {
+      struct cudaev__track *n = t->hnext;
+      cudaev__free(t, sizeof *t);
+      t = n;
+    }
+  }
+  cudaev__free(g->busy, g->cap_busy * sizeof *g->busy);
+  cudaev__free(g->free_words, g->cap_free * sizeof(uint32_t));
+  cudaev__free(g->free_events, g->cap_free_ev * sizeof(CUevent));
+  pthread_mutex_destroy(&g->mu);
+  cudaev__free(g, sizeof *g);
+  loop->gpu = NULL;
+}
+
+/* ---- submission (any thread) -------------------------------------------- */
+
+struct sub {
+  struct cudaev_loop *loop;
+  bool pushed;
+};
+
+/* Checks the loop and makes its context current for the submission. */
+static cudaError_t sub_begin(struct sub *s, cudaev_loop_t *loop, cudaev_future_t **out) {
+  s->loop = loop;
+  s->pushed = false;
+  if (out != NULL) *out = NULL;
+  if (loop == NULL || out == NULL) return cudaErrorInvalidValue;
+  if (loop->gpu == NULL) return loop->gpu_error;
+  s->loop = loop;
+  s->pushed = cudaev__gpu_enter(loop);
+  return cudaSuccess;
+}
+
+static cudaError_t sub_end(struct sub *s, cudaError_t e) {
+  cudaev__gpu_leave(s->loop, s->pushed);
+  return cudaev__ret(e);
+}
+
+/* Enqueues the completion marker on `stream` and hands the future to the
+ * loop. */
+static cudaError_t mark(struct cudaev_loop *loop, CUstream stream, cudaev_future_t **out) {
+  struct cudaev__gpu *g = loop->gpu;
+  struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
+  if (f == NULL) return cudaErrorMemoryAllocation;
+  cudaError_t e;
+  if (g->use_events) {
+    e = event_get(g, &f->u.ev);
+    if (e == cudaSuccess) {
+      e = cudaev__error_from_cu(cudaev__drv.cuEventRecord(f->u.ev, stream));
+      if (e != cudaSuccess) event_put(g, f->u.ev);
+    }
+    f->use_event = 1;
+  } else {
+    e = word_get(g, &f->x.word);
+    if (e == cudaSuccess) {
+      f->tag = next_tag(g);
+      e = cudaev__error_from_cu(
+          cudaev__drv.cuStreamWriteValue32(stream, word_dev(g, f->x.word), f->tag, 0));
+      if (e != cudaSuccess) words_put(g, &f->x.word, 1);
+    }
+  }
+  if (e != cudaSuccess) {
+    cudaev_future_release(f);
+    return e;
+  }
+  f->t_submit = cudaev__now_ns();
+  f->track = (struct cudaev__track *)(void *)stream; /* resolved by the loop */
+  cudaev_future_retain(f);                            /* the FIFO's */
+  cudaev__future_submit(f);
+  *out = f;
+  return cudaSuccess;
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_stream_future(cudaev_loop_t *loop, cudaStream_t stream,
+                                               cudaev_future_t **out) {
+  struct sub s;
+  cudaError_t e = sub_begin(&s, loop, out);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  return sub_end(&s, mark(loop, (CUstream)stream, out));
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_event_future(cudaev_loop_t *loop, cudaEvent_t event,
+                                              cudaev_future_t **out) {
+  struct sub s;
+  cudaError_t e = sub_begin(&s, loop, out);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if (event == NULL) return sub_end(&s, cudaErrorInvalidResourceHandle);
+  e = cudaev__error_from_cu(cudaev__drv.cuStreamWaitEvent(loop->gpu->internal, (CUevent)event, 0));
+  if (e == cudaSuccess) e = mark(loop, loop->gpu->internal, out);
+  return sub_end(&s, e);
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_memcpy_async(cudaev_loop_t *loop, void *dst, const void *src,
+                                              size_t count, enum cudaMemcpyKind kind,
+                                              cudaStream_t stream, cudaev_future_t **out) {
+  struct sub s;
+  cudaError_t e = sub_begin(&s, loop, out);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if ((unsigned)kind > (unsigned)cudaMemcpyDefault) return sub_end(&s, cudaErrorInvalidMemcpyDirection);
+  if (count > 0 && (dst == NULL || src == NULL)) return sub_end(&s, cudaErrorInvalidValue);
+  if (count > 0)
+    e = cudaev__error_from_cu(
+        cudaev__drv.cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, count, (CUstream)stream));
+  if (e == cudaSuccess) e = mark(loop, (CUstream)stream, out);
+  return sub_end(&s, e);
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_memset_async(cudaev_loop_t *loop, void *dev, int value,
+                                              size_t count, cudaStream_t stream,
+                                              cudaev_future_t **out) {
+  struct sub s;
+  cudaError_t e = sub_begin(&s, loop, out);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if (count > 0 && dev == NULL) return sub_end(&s, cudaErrorInvalidValue);
+  if (count > 0)
+    e = cudaev__error_from_cu(cudaev__drv.cuMemsetD8Async((CUdeviceptr)dev, (unsigned char)value,
+                                                          count, (CUstream)stream));
+  if (e == cudaSuccess) e = mark(loop, (CUstream)stream, out);
+  return sub_end(&s, e);
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_malloc_async(cudaev_loop_t *loop, void **dev_ptr, size_t size,
+                                              cudaStream_t stream, cudaev_future_t **out) {
+  struct sub s;
+  cudaError_t e = sub_begin(&s, loop, out);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if (dev_ptr == NULL) return sub_end(&s, cudaErrorInvalidValue);
+  CUdeviceptr d = 0;
+  e = cudaev__error_from_cu(cudaev__drv.cuMemAllocAsync(&d, size, (CUstream)stream));
+  if (e != cudaSuccess) return sub_end(&s, e);
+  *dev_ptr = (void *)d;
+  e = mark(loop, (CUstream)stream, out);
+  /* The allocation stands even if the marker could not be enqueued. */
+  return sub_end(&s, e);
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_launch_kernel_async(cudaev_loop_t *loop, const void *func,
+                                                     dim3 grid, dim3 block, void **args,
+                                                     size_t shmem, cudaStream_t stream,
+                                                     cudaev_future_t **out) {
+  struct sub s;
+  cudaError_t e = sub_begin(&s, loop, out);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  e = cudaLaunchKernel(func, grid, block, args, shmem, stream);
+  if (e == cudaSuccess) e = mark(loop, (CUstream)stream, out);
+  return sub_end(&s, e);
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_launch_cufunc_async(cudaev_loop_t *loop, struct CUfunc_st *func,
+                                                     dim3 grid, dim3 block, void **args,
+                                                     size_t shmem, cudaStream_t stream,
+                                                     cudaev_future_t **out) {
+  struct sub s;
+  cudaError_t e = sub_begin(&s, loop, out);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if (func == NULL) return sub_end(&s, cudaErrorInvalidResourceHandle);
+  e = cudaev__error_from_cu(cudaev__drv.cuLaunchKernel(func, grid.x, grid.y, grid.z, block.x,
+                                                       block.y, block.z, (unsigned)shmem,
+                                                       (CUstream)stream, args, NULL));
+  if (e == cudaSuccess) e = mark(loop, (CUstream)stream, out);
+  return sub_end(&s, e);
+}
+
+/* Loop-thread host function: on the stream,
+ *   write(sig = tagT); launchHostFunc(wake); wait(gate == tagT); write(fin = tagF)
+ * The loop sees `sig`, runs fn, opens `gate`; `fin` completes the user's
+ * future once the stream has passed. */
+CUDAEV_EXPORT cudaError_t cudaev_host_func(cudaev_loop_t *loop, cudaStream_t stream,
+                                           cudaev_host_fn fn, void *user, cudaev_future_t **out) {
+  struct sub s;
+  cudaError_t e = sub_begin(&s, loop, out);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  struct cudaev__gpu *g = loop->gpu;
+  if (fn == NULL) return sub_end(&s, cudaErrorInvalidValue);
+  if (g->use_events) return sub_end(&s, cudaErrorNotSupported);
+  CUstream st = (CUstream)stream;
+  struct cudaev_future *t = cudaev__future_new(loop, CUDAEV__K_HOSTFN);
+  struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
+  uint32_t gate = 0;
+  bool have_sig = false, have_gate = false, have_fin = false;
+  if (t == NULL || f == NULL) {
+    e = cudaErrorMemoryAllocation;
+    goto fail;
+  }
+  if ((e = word_get(g, &t->x.word)) != cudaSuccess) goto fail;
+  have_sig = true;
+  if ((e = word_get(g, &gate)) != cudaSuccess) goto fail;
+  have_gate = true;
+  if ((e = word_get(g, &f->x.word)) != cudaSuccess) goto fail;
+  have_fin = true;
+  t->tag = next_tag(g);
+  f->tag = next_tag(g);
+  t->gate = gate;
+  t->u.h.fn = fn;
+  t->u.h.user = user;
+  e = cudaev__error_from_cu(cudaev__drv.cuStreamWriteValue32(st, word_dev(g, t->x.word), t->tag, 0));
+  if (e != cudaSuccess) goto fail;
+  /* From here the signal is on the stream: t must be tracked so that its
+   * word is recycled only after the GPU wrote it. */
+  atomic_fetch_add_explicit(&loop->waker->refs, 1, memory_order_relaxed);
+  if (cudaev__drv.cuLaunchHostFunc(st, wake_fn, loop->waker) != CUDA_SUCCESS)
+    cudaev__waker_release(loop->waker); /* the watchdog's polling still sees it */
+  e = cudaev__error_from_cu(
+      cudaev__drv.cuStreamWaitValue32(st, word_dev(g, gate), t->tag, CU_STREAM_WAIT_VALUE_EQ));
+  if (e == cudaSuccess)
+    e = cudaev__error_from_cu(
+        cudaev__drv.cuStreamWriteValue32(st, word_dev(g, f->x.word), f->tag, 0));
+  t->t_submit = cudaev__now_ns();
+  t->track = (struct cudaev__track *)(void *)st;
+  if (e != cudaSuccess) {
+    /* fn will not run; t still opens the gate (harmless) once seen. The
+     * gate word and fin word are leaked: the GPU may wait on / write them. */
+    t->user = NULL;
+    cudaev__future_submit(t);
+    cudaev_future_release(f);
+    return sub_end(&s, e);
+  }
+  t->user = cudaev_future_retain(f); /* released when t finishes */
+  f->has_gate = 1;
+  f->gate = gate;
+  f->t_submit = t->t_submit;
+  f->track = t->track;
+  cudaev_future_retain(f); /* the FIFO's */
+  cudaev__future_submit(t);
+  cudaev__future_submit(f);
+  *out = f;
+  return sub_end(&s, cudaSuccess);
+fail:
+  if (have_sig) words_put(g, &t->x.word, 1);
+  if (have_gate) words_put(g, &gate, 1);
+  if (have_fin) words_put(g, &f->x.word, 1);
+  cudaev_future_release(t);
+  cudaev_future_release(f);
+  return sub_end(&s, e);
+}
+
+/* ---- device notifications --------------------------------------------------- */
+
+struct cudaev_notify {
+  _Atomic uint32_t refs;
+  _Atomic uint32_t active;
+  struct cudaev_loop *loop;
+  cudaev_notify_cb cb;
+  void *user;
+  CUdevice dev;
+  CUasyncCallbackHandle handle;
+};
+
+struct notify_msg {
+  struct cudaev__msg msg;
+  struct cudaev_notify *n;
+  CUasyncNotificationInfo info;
+};
+
+static void notify_release(struct cudaev_notify *n) {
+  if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1)
+    cudaev__free(n, sizeof *n);
+}
+
+/* Runs on a driver thread: copy and hand to the loop. */
+static void notify_tramp(CUasyncNotificationInfo *info, void *user, CUasyncCallbackHandle h) {
+  struct cudaev_notify *n = user;
+  if (!atomic_load_explicit(&n->active, memory_order_acquire)) return;
+  struct notify_msg *m = cudaev__alloc(sizeof *m);
+  if (m == NULL) return; /* dropped: nothing else can be done on this thread */
+  m->msg.kind = CUDAEV__MSG_NOTIFY;
+  m->n = n;
+  m->info = *info;
+  atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
+  cudaev__loop_send(n->loop, &m->msg);
+}
+
+void cudaev__notify_msg(struct cudaev_loop *loop, struct cudaev__msg *msg) {
+  struct notify_msg *m = (struct notify_msg *)msg;
+  if (atomic_load_explicit(&m->n->active, memory_order_acquire)) m->n->cb(m->n, &m->info, m->n->user);
+  notify_release(m->n);
+  cudaev__free(m, sizeof *m);
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_notify_register(cudaev_loop_t *loop, int device,
+                                                 cudaev_notify_cb cb, void *user,
+                                                 cudaev_notify_t **out) {
+  if (out != NULL) *out = NULL;
+  if (loop == NULL || cb == NULL || out == NULL) return cudaErrorInvalidValue;
+  cudaError_t e = cudaev__init();
+  if (e != cudaSuccess) return e;
+  if (!cudaev__device_valid(device)) return cudaErrorInvalidDevice;
+  struct cudaev_notify *n = cudaev__alloc(sizeof *n);
+  if (n == NULL) return cudaErrorMemoryAllocation;
+  atomic_init(&n->refs, 1);
+  atomic_init(&n->active, 1);
+  n->loop = loop;
+  n->cb = cb;
+  n->user = user;
+  n->dev = cudaev__rt.devices[device].dev;
+  CUresult r = cudaev__drv.cuDeviceRegisterAsyncNotification(n->dev, notify_tramp, n, &n->handle);
+  if (r != CUDA_SUCCESS) {
+    cudaev__free(n, sizeof *n);
+    return cudaev__error_from_cu(r);
+  }
+  *out = n;
+  return cudaSuccess;
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_notify_unregister(cudaev_notify_t *n) {
+  if (n == NULL) return cudaErrorInvalidValue;
+  atomic_store_explicit(&n->active, 0, memory_order_release);
+  CUresult r = cudaev__drv.cuDeviceUnregisterAsyncNotification(n->dev, n->handle);
+  notify_release(n);
+  return cudaev__error_from_cu(r);
+}

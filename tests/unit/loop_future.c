@@ -1,0 +1,494 @@
+/* The future/loop core with synthetic completion sources (promises): no GPU
+ * is needed; the runtime cannot start here, so loops run CPU-only. */
+#include <criterion/criterion.h>
+#include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "cudaev.h"
+
+/* ---- helpers ----------------------------------------------------------- */
+
+/* Drives a foreign-mode loop with raw epoll until *flag becomes nonzero. */
+static void drive_epoll(cudaev_loop_t *loop, atomic_int *flag) {
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  cr_assert(ep >= 0);
+  struct epoll_event ev = {.events = EPOLLIN};
+  cr_assert(epoll_ctl(ep, EPOLL_CTL_ADD, cudaev_loop_fd(loop), &ev) == 0);
+  while (!atomic_load(flag)) {
+    int t = cudaev_loop_timeout(loop);
+    struct epoll_event got;
+    epoll_wait(ep, &got, 1, t < 0 || t > 1000 ? 1000 : t);
+    cudaev_loop_process(loop);
+  }
+  close(ep);
+}
+
+/* Drives until nothing is left to do right now. */
+static void drain(cudaev_loop_t *loop) {
+  for (int i = 0; i < 1000; i++) {
+    cudaev_loop_process(loop);
+    if (cudaev_loop_timeout(loop) != 0) break;
+  }
+  cudaev_loop_process(loop);
+}
+
+struct rec {
+  atomic_int calls;
+  cudaError_t status;
+  int order[8];
+  atomic_int norder;
+};
+
+static void rec_cb(cudaev_future_t *f, cudaError_t st, void *user) {
+  struct rec *r = user;
+  r->status = st;
+  atomic_fetch_add(&r->calls, 1);
+}
+
+static void dtor_count(void *u) { atomic_fetch_add((atomic_int *)u, 1); }
+
+/* ---- futures ----------------------------------------------------------- */
+
+Test(loop_future, promise_then_runs_on_loop_not_inside_set) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *f;
+  cr_assert_eq(cudaev_promise_new(loop, &f), cudaSuccess);
+  struct rec r = {0};
+  cr_assert_eq(cudaev_future_then(f, rec_cb, &r), cudaSuccess);
+  cr_expect_eq(cudaev_future_ready(f), 0);
+  cr_expect_eq(cudaev_future_result(f), cudaErrorNotReady);
+  cr_expect_eq(cudaev_promise_set(f, cudaErrorInvalidValue), cudaSuccess);
+  cr_expect_eq(atomic_load(&r.calls), 0, "continuation ran inside promise_set");
+  cr_expect_eq(cudaev_future_ready(f), 1);
+  cr_expect_eq(cudaev_future_result(f), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_promise_set(f, cudaSuccess), cudaErrorIllegalState);
+  drain(loop);
+  cr_expect_eq(atomic_load(&r.calls), 1);
+  cr_expect_eq(r.status, cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+}
+
+struct order_ctx {
+  int seq[4];
+  int n;
+  cudaev_future_t *again;
+  int late;
+};
+static void ord0(cudaev_future_t *f, cudaError_t s, void *u) { struct order_ctx *c = u; c->seq[c->n++] = 0; }
+static void ord1(cudaev_future_t *f, cudaError_t s, void *u) { struct order_ctx *c = u; c->seq[c->n++] = 1; }
+static void late_cb(cudaev_future_t *f, cudaError_t s, void *u) { ((struct order_ctx *)u)->late++; }
+static void ord2(cudaev_future_t *f, cudaError_t s, void *u) {
+  struct order_ctx *c = u;
+  c->seq[c->n++] = 2;
+  /* then() on a completed future from a callback: not run inside this call. */
+  cr_expect_eq(cudaev_future_then(f, late_cb, c), cudaSuccess);
+  cr_expect_eq(c->late, 0);
+  /* wait() on the loop thread would deadlock: refused. */
+  cr_expect_eq(cudaev_future_wait(f, 0), cudaErrorNotPermitted);
+}
+
+Test(loop_future, several_continuations_in_order_and_late_then) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *f;
+  cr_assert_eq(cudaev_promise_new(loop, &f), cudaSuccess);
+  struct order_ctx c = {0};
+  cudaev_future_then(f, ord0, &c);
+  cudaev_future_then(f, ord1, &c);
+  cudaev_future_then(f, ord2, &c);
+  cudaev_promise_set(f, cudaSuccess);
+  cudaev_future_release(f); /* continuations keep it alive */
+  drain(loop);
+  cr_expect_eq(c.n, 3);
+  cr_expect(c.seq[0] == 0 && c.seq[1] == 1 && c.seq[2] == 2);
+  cr_expect_eq(c.late, 1);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+}
+
+Test(loop_future, user_data_destructor_and_refs) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  atomic_int dtors = 0;
+  cudaev_future_t *f;
+  cr_assert_eq(cudaev_promise_new(loop, &f), cudaSuccess);
+  cudaev_future_set_user(f, &dtors, dtor_count);
+  cr_expect_eq(cudaev_future_user(f), &dtors);
+  cr_expect_eq(cudaev_future_loop(f), loop);
+  cudaev_future_retain(f);
+  cudaev_future_release(f);
+  cudaev_promise_set(f, cudaSuccess);
+  drain(loop);
+  cr_expect_eq(atomic_load(&dtors), 0);
+  cudaev_future_release(f);
+  cr_expect_eq(atomic_load(&dtors), 1, "last release frees and calls the destructor");
+  cudaev_future_release(NULL);
+  cudaev_loop_destroy(loop);
+}
+
+Test(loop_future, bad_arguments) {
+  cudaev_loop_t *loop;
+  cudaev_future_t *f = (void *)1;
+  cr_expect_eq(cudaev_loop_new_foreign(NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_loop_new_ev(NULL, &loop), cudaErrorInvalidValue);
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cr_expect_eq(cudaev_promise_new(NULL, &f), cudaErrorInvalidValue);
+  cr_expect_null(f);
+  cr_expect_eq(cudaev_future_then(NULL, rec_cb, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_when_any(loop, NULL, 0, &f), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_loop_post(loop, NULL, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_loop_fd(NULL), -1);
+  /* GPU sources report why the GPU is unavailable; nothing is returned. */
+  cr_expect_neq(cudaev_stream_future(loop, NULL, &f), cudaSuccess);
+  cr_expect_null(f);
+  cr_expect_str_eq(cudaev_error_name(CUDAEV_ERROR_CANCELLED), "CUDAEV_ERROR_CANCELLED");
+  cr_expect_str_eq(cudaev_error_name(cudaSuccess), "cudaSuccess");
+  cudaev_loop_destroy(loop);
+}
+
+Test(loop_future, cancel_detaches) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *f;
+  cudaev_promise_new(loop, &f);
+  struct rec r = {0};
+  cudaev_future_then(f, rec_cb, &r);
+  cr_expect_eq(cudaev_future_cancel(f), 1);
+  cr_expect_eq(cudaev_future_cancel(f), 0);
+  cr_expect_eq(cudaev_future_result(f), CUDAEV_ERROR_CANCELLED);
+  cr_expect_eq(cudaev_promise_set(f, cudaSuccess), cudaErrorIllegalState);
+  drain(loop);
+  cr_expect_eq(atomic_load(&r.calls), 1);
+  cr_expect_eq(r.status, CUDAEV_ERROR_CANCELLED);
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+}
+
+/* ---- combinators ------------------------------------------------------ */
+
+Test(loop_future, when_all_first_error_and_empty) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *in[3], *all, *none;
+  for (int i = 0; i < 3; i++) cudaev_promise_new(loop, &in[i]);
+  cr_assert_eq(cudaev_when_all(loop, in, 3, &all), cudaSuccess);
+  cr_assert_eq(cudaev_when_all(loop, NULL, 0, &none), cudaSuccess);
+  struct rec r = {0};
+  cudaev_future_then(all, rec_cb, &r);
+  cudaev_promise_set(in[1], cudaErrorLaunchFailure);
+  cudaev_promise_set(in[0], cudaSuccess);
+  drain(loop);
+  cr_expect_eq(cudaev_future_ready(all), 0);
+  cudaev_promise_set(in[2], cudaErrorInvalidValue);
+  drain(loop);
+  cr_expect_eq(atomic_load(&r.calls), 1);
+  cr_expect_eq(cudaev_future_result(all), cudaErrorLaunchFailure);
+  cr_expect_eq(cudaev_future_result(none), cudaSuccess);
+  for (int i = 0; i < 3; i++) cudaev_future_release(in[i]);
+  cudaev_future_release(all);
+  cudaev_future_release(none);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+}
+
+Test(loop_future, when_any_index) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *in[4], *any;
+  for (int i = 0; i < 4; i++) cudaev_promise_new(loop, &in[i]);
+  cr_assert_eq(cudaev_when_any(loop, in, 4, &any), cudaSuccess);
+  cr_expect_eq(cudaev_when_any_index(any), (size_t)-1);
+  cudaev_promise_set(in[2], cudaErrorNotReady);
+  drain(loop);
+  cudaev_promise_set(in[0], cudaSuccess);
+  drain(loop);
+  cr_expect_eq(cudaev_future_result(any), cudaErrorNotReady);
+  cr_expect_eq(cudaev_when_any_index(any), 2);
+  cudaev_future_release(any); /* the block still waits for in[1], in[3] */
+  cudaev_promise_set(in[1], cudaSuccess);
+  cudaev_promise_set(in[3], cudaSuccess);
+  drain(loop);
+  for (int i = 0; i < 4; i++) cudaev_future_release(in[i]);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+}
+
+/* ---- destroy with pending futures ---------------------------------------- */
+
+Test(loop_future, destroy_fails_pending) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  enum { N = 100 };
+  cudaev_future_t *f[N];
+  struct rec r = {0};
+  atomic_int dtors = 0;
+  for (int i = 0; i < N; i++) {
+    cr_assert_eq(cudaev_promise_new(loop, &f[i]), cudaSuccess);
+    cudaev_future_set_user(f[i], &dtors, dtor_count);
+    cudaev_future_then(f[i], rec_cb, &r);
+    if (i % 2) cudaev_future_release(f[i]); /* dropped by the app, still pending */
+  }
+  cudaev_loop_destroy(loop);
+  cr_expect_eq(atomic_load(&r.calls), N);
+  cr_expect_eq(r.status, CUDAEV_ERROR_LOOP_DESTROYED);
+  cr_expect_eq(atomic_load(&dtors), N / 2, "dropped futures freed by destroy");
+  for (int i = 0; i < N; i += 2) {
+    cr_expect_eq(cudaev_future_result(f[i]), CUDAEV_ERROR_LOOP_DESTROYED);
+    cudaev_future_release(f[i]);
+  }
+  cr_expect_eq(atomic_load(&dtors), N);
+}
+
+/* ---- the three run modes ------------------------------------------------ */
+
+struct post_ctx {
+  atomic_int done;
+  cudaev_loop_t *loop;
+  pthread_t th;
+};
+static void post_fn(cudaev_loop_t *loop, void *u) {
+  struct post_ctx *c = u;
+  c->loop = loop;
+  c->th = pthread_self();
+  atomic_store(&c->done, 1);
+}
+static void set_flag_cb(cudaev_future_t *f, cudaError_t s, void *u) { atomic_store((atomic_int *)u, 1); }
+
+static void *setter(void *arg) {
+  usleep(2000);
+  cudaev_promise_set(arg, cudaSuccess);
+  return NULL;
+}
+
+Test(loop_modes, foreign_epoll) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cr_assert(cudaev_loop_fd(loop) >= 0);
+  cudaev_future_t *f;
+  cudaev_promise_new(loop, &f);
+  atomic_int flag = 0;
+  cudaev_future_then(f, set_flag_cb, &flag);
+  pthread_t t;
+  pthread_create(&t, NULL, setter, f);
+  drive_epoll(loop, &flag); /* returns only once the continuation ran */
+  pthread_join(t, NULL);
+  cr_expect_eq(cudaev_future_result(f), cudaSuccess);
+  struct post_ctx pc = {0};
+  cudaev_loop_post(loop, post_fn, &pc);
+  cr_expect_eq(atomic_load(&pc.done), 0);
+  drive_epoll(loop, &pc.done);
+  cr_expect(pthread_equal(pc.th, pthread_self()));
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+}
+
+struct ev_ctx {
+  struct ev_loop *evl;
+  atomic_int *flag;
+};
+static void ev_stop_when_flag(struct ev_loop *evl, ev_timer *w, int revents) {
+  struct ev_ctx *c = w->data;
+  if (atomic_load(c->flag)) ev_break(evl, EVBREAK_ALL);
+}
+
+Test(loop_modes, attached_to_libev) {
+  struct ev_loop *evl = ev_loop_new(EVFLAG_AUTO);
+  cr_assert_not_null(evl);
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_ev(evl, &loop), cudaSuccess);
+  cr_expect_eq(cudaev_loop_fd(loop), -1);
+  cudaev_future_t *f;
+  cudaev_promise_new(loop, &f);
+  atomic_int flag = 0;
+  cudaev_future_then(f, set_flag_cb, &flag);
+  pthread_t t;
+  pthread_create(&t, NULL, setter, f);
+  /* The app's own watcher keeps ev_run going; ours are unref'd. */
+  struct ev_ctx c = {evl, &flag};
+  ev_timer tm;
+  ev_timer_init(&tm, ev_stop_when_flag, 0.001, 0.001);
+  tm.data = &c;
+  ev_timer_start(evl, &tm);
+  ev_run(evl, 0);
+  ev_timer_stop(evl, &tm);
+  pthread_join(t, NULL);
+  cr_expect_eq(atomic_load(&flag), 1);
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+  /* Only our (unref'd) watchers were left: ev_run returns at once. */
+  ev_run(evl, 0);
+  ev_loop_destroy(evl);
+}
+
+Test(loop_modes, own_thread_and_wait) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  cudaev_future_t *f;
+  cudaev_promise_new(loop, &f);
+  cr_expect_eq(cudaev_future_wait(f, 1000000), cudaErrorNotReady, "1 ms timeout");
+  pthread_t t;
+  pthread_create(&t, NULL, setter, f);
+  cr_expect_eq(cudaev_future_wait(f, -1), cudaSuccess);
+  pthread_join(t, NULL);
+  struct post_ctx pc = {0};
+  cudaev_loop_post(loop, post_fn, &pc);
+  while (!atomic_load(&pc.done)) usleep(100);
+  cr_expect(!pthread_equal(pc.th, pthread_self()), "callbacks run on the loop's thread");
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+  cr_expect_not_null(cudaev_loop_default());
+  cr_expect_eq(cudaev_loop_default(), cudaev_loop_default());
+}
+
+/* ---- concurrency ----------------------------------------------------------- */
+
+#define THREADS 32
+
+struct stress {
+  cudaev_loop_t *loop;
+  long per_thread;
+  atomic_long callbacks;
+  atomic_long wins;
+  atomic_long bad;
+};
+
+struct item {
+  atomic_int seen;
+  struct stress *s;
+};
+
+static void stress_cb(cudaev_future_t *f, cudaError_t st, void *u) {
+  struct item *it = u;
+  if (atomic_fetch_add(&it->seen, 1) != 0) atomic_fetch_add(&it->s->bad, 1);
+  atomic_fetch_add(&it->s->callbacks, 1);
+  free(it);
+}
+
+struct racer {
+  cudaev_future_t *f;
+  struct stress *s;
+};
+
+static void *stress_thread(void *arg) {
+  struct stress *s = arg;
+  unsigned seed = (unsigned)(uintptr_t)pthread_self();
+  for (long i = 0; i < s->per_thread; i++) {
+    cudaev_future_t *f;
+    if (cudaev_promise_new(s->loop, &f) != cudaSuccess) {
+      atomic_fetch_add(&s->bad, 1);
+      continue;
+    }
+    struct item *it = malloc(sizeof *it);
+    atomic_init(&it->seen, 0);
+    it->s = s;
+    cudaev_future_then(f, stress_cb, it);
+    /* Two completers race: set and cancel; exactly one wins. */
+    int a = cudaev_promise_set(f, cudaSuccess) == cudaSuccess;
+    int b = cudaev_future_cancel(f);
+    if (rand_r(&seed) & 1) {
+      int t = a;
+      a = b;
+      b = t;
+    }
+    atomic_fetch_add(&s->wins, a + b);
+    cudaev_future_release(f);
+  }
+  return NULL;
+}
+
+static long count_from_env(long dflt) {
+  const char *e = getenv("CUDAEV_TEST_FUTURES");
+  return e ? atol(e) : dflt;
+}
+
+/* 32 threads submit promises and complete them (set and cancel racing)
+ * while the loop thread runs continuations. Default 320k futures; set
+ * CUDAEV_TEST_FUTURES=10000000 for the issue's 10M. */
+Test(loop_stress, exactly_once_32_threads, .timeout = 300) {
+  static struct stress s;
+  cr_assert_eq(cudaev_loop_new_thread(&s.loop), cudaSuccess);
+  long total = count_from_env(320000);
+  s.per_thread = total / THREADS;
+  pthread_t th[THREADS];
+  for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, stress_thread, &s);
+  for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+  long want = s.per_thread * THREADS;
+  cr_expect_eq(atomic_load(&s.wins), want, "exactly one completer per future");
+  while (atomic_load(&s.callbacks) < want && cudaev_loop_pending(s.loop) > 0) usleep(1000);
+  for (int i = 0; i < 2000 && atomic_load(&s.callbacks) < want; i++) usleep(1000);
+  cr_expect_eq(atomic_load(&s.callbacks), want);
+  cr_expect_eq(atomic_load(&s.bad), 0);
+  cr_expect_eq(cudaev_loop_pending(s.loop), 0);
+  cudaev_loop_destroy(s.loop);
+}
+
+/* then() from other threads racing with completion on the loop thread:
+ * every continuation runs once, whether it was added before or after. */
+struct then_race {
+  cudaev_future_t **fs;
+  long n;
+  atomic_long calls;
+};
+static void count_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  atomic_fetch_add(&((struct then_race *)u)->calls, 1);
+}
+static void *then_thread(void *arg) {
+  struct then_race *r = arg;
+  for (long i = 0; i < r->n; i++) cudaev_future_then(r->fs[i], count_cb, r);
+  return NULL;
+}
+static void *set_thread(void *arg) {
+  struct then_race *r = arg;
+  for (long i = 0; i < r->n; i++) cudaev_promise_set(r->fs[i], cudaSuccess);
+  return NULL;
+}
+
+Test(loop_stress, then_races_completion) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  struct then_race r = {.n = 20000};
+  r.fs = calloc((size_t)r.n, sizeof *r.fs);
+  for (long i = 0; i < r.n; i++) cudaev_promise_new(loop, &r.fs[i]);
+  pthread_t a[4], b;
+  for (int i = 0; i < 4; i++) pthread_create(&a[i], NULL, then_thread, &r);
+  pthread_create(&b, NULL, set_thread, &r);
+  for (int i = 0; i < 4; i++) pthread_join(a[i], NULL);
+  pthread_join(b, NULL);
+  for (int i = 0; i < 5000 && atomic_load(&r.calls) < 4 * r.n; i++) usleep(1000);
+  cr_expect_eq(atomic_load(&r.calls), 4 * r.n);
+  for (long i = 0; i < r.n; i++) {
+    cr_expect_eq(cudaev_future_wait(r.fs[i], -1), cudaSuccess);
+    cudaev_future_release(r.fs[i]);
+  }
+  free(r.fs);
+  cudaev_loop_destroy(loop);
+}
+
+/* Waiters on many threads wake when another thread completes. */
+static void *waiter(void *arg) {
+  return (void *)(intptr_t)cudaev_future_wait(arg, 5000000000LL);
+}
+Test(loop_stress, many_waiters) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  cudaev_future_t *f;
+  cudaev_promise_new(loop, &f);
+  pthread_t w[16];
+  for (int i = 0; i < 16; i++) pthread_create(&w[i], NULL, waiter, f);
+  usleep(30000); /* let them reach the futex */
+  cudaev_promise_set(f, cudaErrorInvalidValue);
+  for (int i = 0; i < 16; i++) {
+    void *rv;
+    pthread_join(w[i], &rv);
+    cr_expect_eq((cudaError_t)(intptr_t)rv, cudaErrorInvalidValue);
+  }
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+}
