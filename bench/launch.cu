@@ -4,6 +4,8 @@
  *                             non-blocking stream; one sample = host time of a
  *                             batch of 1,000 launches / 1,000 (no sync in between,
  *                             as NVIDIA's reference figure was taken).
+ * launch_enqueue_batch_us     the same with the queue never full: batches of 256
+ *                             launches, stream drained between batches (untimed).
  * launch_sync_rtt_us          empty launch + cudaStreamSynchronize.
  * stream_sync_idle_us         cudaStreamSynchronize on an idle stream.
  * event_sync_rtt_us           launch + cudaEventRecord + cudaEventSynchronize,
@@ -56,6 +58,26 @@ int main(int argc, char **argv) {
     CHECK(cudaStreamSynchronize(s));
     bench_unit("launch_enqueue_us", "us");
     for (double x : v) bench_sample("launch_enqueue_us", x);
+    bench_end();
+  }
+
+  if (bench_begin("launch_enqueue_batch")) {
+    // The same call with the queue never full: batches of 256 launches, the
+    // stream drained between batches (not timed). If launch_enqueue_us is
+    // bound by the GPU's rate of empty kernels, this one still shows the
+    // host-side cost.
+    const int batch = 256, warm = 10, batches = 200;
+    std::vector<double> v(batches);
+    for (int b = -warm; b < batches; b++) {
+      uint64_t t0 = bench_now_ns();
+      for (int i = 0; i < batch; i++) empty_kernel<<<1, 1, 0, s>>>();
+      uint64_t t1 = bench_now_ns();
+      CHECK_LAUNCH();
+      CHECK(cudaStreamSynchronize(s));
+      if (b >= 0) v[(size_t)b] = bench_us(t0, t1) / batch;
+    }
+    bench_unit("launch_enqueue_batch_us", "us");
+    for (double x : v) bench_sample("launch_enqueue_batch_us", x);
     bench_end();
   }
 
