@@ -3,7 +3,7 @@
 # libcudart.so.13 and on ours, interleaved over several rounds, and writes the
 # comparison table, raw samples and plots (bench/README.md).
 #
-#   bench/run.sh [OUTDIR]        (default OUTDIR: ./bench-out)
+#   bench/run.sh [OUTDIR]        (default OUTDIR: <build dir>/bench-out)
 #   bench/run.sh --selftest      CPU self-test of this script and benchstat.py
 #
 # Environment (all optional):
@@ -19,7 +19,8 @@
 #                         skipped and reported (default 510)
 #   BENCH_PROGRAMS        space-separated program names to run (default: all)
 #   BENCH_TARGETS         targets file (default: bench/targets.txt)
-#   BENCH_PLOTS           auto | matplotlib | gnuplot | none (default auto)
+#   BENCH_PLOTS           auto | matplotlib | gnuplot | plain | none (default
+#                         auto: the first of them that works)
 #   BENCH_KEEP=1          keep the per-run stdout/stderr (path printed)
 #
 # Exit status: 0 all targets passed; 1 a target failed or was not measured;
@@ -37,8 +38,8 @@ case "${1:-}" in
     ;;
 esac
 
-outdir=${1:-bench-out}
 build=${CUDAEV_BUILD_DIR:-$repo/build}
+outdir=${1:-$build/bench-out}
 ours_dir=${CUDAEV_LIB_DIR:-$build}
 nvidia_lib=${CUDAEV_NVIDIA_CUDART:-/usr/local/cuda/lib64/libcudart.so.13}
 nvidia_dir=$(dirname "$nvidia_lib")
