@@ -47,7 +47,12 @@ struct cudaev_fatbin {
   CUlibraryHostUniversalFunctionAndDataTable table;
   struct cudaev_kfunc *funcs;
   struct cudaev_var *vars;
+  struct cudaev_fatbin *retired; /* next unregistered fat binary */
 };
+
+/* Unregistered fat binaries, kept (with their kernels and variables) so a
+ * lookup racing the unregistration never reads freed memory. */
+static struct cudaev_fatbin *retired_fatbins;
 
 /* ---- lock-free pointer map ------------------------------------------------
  *
@@ -183,6 +188,16 @@ static void fatbin_init_managed(struct cudaev_fatbin *fb, CUlibrary lib) {
   }
 }
 
+/* Set by an exit handler registered at the first load. atexit runs handlers
+ * last-registered first, so this one runs before the unregistration
+ * handlers nvcc's static constructors registered earlier: at exit the
+ * driver (whose own teardown may already have run) is left alone, and the
+ * process does not pay one cuLibraryUnload per fat binary. */
+static atomic_bool exiting;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static void mark_exiting(void) { atomic_store(&exiting, true); }
+static void watch_exit(void) { atexit(mark_exiting); }
+
 /* The fat binary's library, loaded on first use. Two threads may race to
  * load it: both load, one publishes, the other unloads its copy. */
 static cudaError_t fatbin_library(struct cudaev_fatbin *fb, CUlibrary *out) {
@@ -206,6 +221,7 @@ static cudaError_t fatbin_library(struct cudaev_fatbin *fb, CUlibrary *out) {
     opts[n] = CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE;
     vals[n++] = &fb->table;
   }
+  pthread_once(&exit_once, watch_exit);
   CUresult r = cudaev__drv.cuLibraryLoadData(&lib, fb->image, NULL, NULL, 0, opts, vals, n);
   if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
   CUlibrary expected = NULL;
@@ -303,11 +319,9 @@ bool cudaev__kernel_adopt(CUkernel k, CUlibrary lib) {
   if (map_get(&funcs_map, k) == NULL) {
     err = map_put(&funcs_map, k, f);
   } else {
-    free(f);
-    f = NULL;
+    free(f); /* another thread adopted it first */
   }
   pthread_mutex_unlock(&reg_lock);
-  (void)f;
   return err;
 }
 
@@ -365,9 +379,9 @@ CUDAEV_EXPORT void **__cudaRegisterFatBinary(void *fatCubin) {
 
 CUDAEV_EXPORT void __cudaRegisterFatBinaryEnd(void **fatCubinHandle) { (void)fatCubinHandle; }
 
-/* Called from atexit handlers. The driver may already be shutting down, so
- * driver results are ignored, and nothing is unloaded when nothing was
- * loaded (a program that never used CUDA never loads the driver). */
+/* Called from atexit handlers, and when a library is dlclose()d. Nothing
+ * is unloaded when nothing was loaded (a program that never used CUDA never
+ * loads the driver), nor at exit (see watch_exit); results are ignored. */
 CUDAEV_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle) {
   struct cudaev_fatbin *fb = (struct cudaev_fatbin *)fatCubinHandle;
   if (!fatbin_valid(fb) || atomic_exchange(&fb->dead, true)) return;
@@ -396,9 +410,11 @@ CUDAEV_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle) {
         map_get(&vars_map, *v->shadow) == v)
       map_set_existing(&vars_map, *v->shadow, NULL);
   }
+  fb->retired = retired_fatbins;
+  retired_fatbins = fb;
   pthread_mutex_unlock(&reg_lock);
   CUlibrary lib = atomic_exchange(&fb->lib, NULL);
-  if (lib != NULL) cudaev__drv.cuLibraryUnload(lib);
+  if (lib != NULL && !atomic_load(&exiting)) cudaev__drv.cuLibraryUnload(lib);
 }
 
 CUDAEV_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun,
