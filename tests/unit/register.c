@@ -8,6 +8,7 @@
 #include "fake_driver.h"
 #include "register.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 void **__cudaRegisterFatBinary(void *fatCubin);
@@ -419,4 +420,45 @@ Test(register_, symbols) {
                cudaErrorInvalidMemcpyDirection);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidMemcpyDirection);
   cr_expect_eq(copied, 2 * sizeof v);
+}
+
+/* ---- concurrency ------------------------------------------------------------- */
+
+/* Lookups take no lock: readers probing while a writer registers (and the
+ * map grows) and unregisters must always find the stubs registered before
+ * they started. */
+enum { CONC_FATBINS = 20, CONC_PER = 200 };
+static char conc_stubs[CONC_FATBINS][CONC_PER];
+static char conc_names[CONC_FATBINS][CONC_PER][16];
+static atomic_bool conc_done;
+static atomic_int conc_misses;
+
+static void *conc_reader(void *arg) {
+  (void)arg;
+  while (!atomic_load(&conc_done)) {
+    if (cudaev__kfunc_find(&stub_k1) == NULL) atomic_fetch_add(&conc_misses, 1);
+    struct cudaev_kfunc *f = cudaev__kfunc_find(&stub_k2);
+    if (f == NULL || f->magic != CUDAEV_KFUNC_MAGIC) atomic_fetch_add(&conc_misses, 1);
+  }
+  return NULL;
+}
+
+Test(register_, lookups_race_registration) {
+  register_a();
+  pthread_t r[3];
+  for (int i = 0; i < 3; i++) pthread_create(&r[i], NULL, conc_reader, NULL);
+  void *h[CONC_FATBINS];
+  for (int i = 0; i < CONC_FATBINS; i++) {
+    h[i] = __cudaRegisterFatBinary(&wrap_b);
+    for (int j = 0; j < CONC_PER; j++) {
+      snprintf(conc_names[i][j], sizeof conc_names[i][j], "c_%d_%d", i, j);
+      __cudaRegisterFunction(h[i], &conc_stubs[i][j], conc_names[i][j], conc_names[i][j], -1,
+                             NULL, NULL, NULL, NULL, NULL);
+    }
+  }
+  for (int i = 0; i < CONC_FATBINS; i++) __cudaUnregisterFatBinary(h[i]);
+  atomic_store(&conc_done, true);
+  for (int i = 0; i < 3; i++) pthread_join(r[i], NULL);
+  cr_expect_eq(atomic_load(&conc_misses), 0);
+  cr_expect_null(cudaev__kfunc_find(&conc_stubs[3][7]));
 }
