@@ -43,10 +43,12 @@ struct cudaev_thread {
 
 extern _Thread_local struct cudaev_thread cudaev__thread;
 
-/* Records e as the thread's last error when it is not cudaSuccess, and
- * returns e: every cudaXxx function leaves through this. */
+/* Records e as the thread's last error and returns e: every cudaXxx
+ * function leaves through this. cudaErrorNotReady is an answer, not an
+ * error: NVIDIA's runtime leaves the last error alone for it (measured on
+ * cudaStreamQuery, cudaEventQuery, cudaEventElapsedTime). */
 static inline cudaError_t cudaev__ret(cudaError_t e) {
-  if (CUDAEV_UNLIKELY(e != cudaSuccess)) cudaev__thread.last_error = e;
+  if (CUDAEV_UNLIKELY(e != cudaSuccess) && e != cudaErrorNotReady) cudaev__thread.last_error = e;
   return e;
 }
 

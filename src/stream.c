@@ -418,3 +418,8 @@ cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode
   CUDAEV_INIT_OR_RETURN();
   return cudaev__ret_cu(cudaev__drv.cuThreadExchangeStreamCaptureMode((CUstreamCaptureMode *)mode));
 }
+
+cudaError_t cudaCtxResetPersistingL2Cache(void) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuCtxResetPersistingL2Cache());
+}

@@ -26,9 +26,10 @@ def mapped_cudart():
 
 
 def h(t):
-    t = t.detach().contiguous().cpu()
-    return hashlib.sha256(t.view(torch.uint8).numpy().tobytes() if t.dtype != torch.bool
-                          else t.numpy().tobytes()).hexdigest()[:16]
+    t = t.detach().contiguous().cpu().reshape(-1)
+    if t.dtype == torch.bool:
+        t = t.to(torch.uint8)
+    return hashlib.sha256(t.view(torch.uint8).numpy().tobytes()).hexdigest()[:16]
 
 
 def out(name, value):
