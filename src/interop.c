@@ -1,9 +1,11 @@
 /* External Resource Interoperability and the API-independent part of
  * Graphics Interoperability (map/unmap/query of registered resources).
- * The OpenGL, EGL and VDPAU registration functions are not implemented. */
+ * The OpenGL, EGL and VDPAU functions are in src/interop_{gl,egl,vdpau}.c. */
 #include "internal.h"
 
 #include <string.h>
+
+#include "array.h"
 
 CUDAEV_DECLARE_VARIANT(cudaSignalExternalSemaphoresAsync, _ptsz);
 CUDAEV_DECLARE_VARIANT(cudaWaitExternalSemaphoresAsync, _ptsz);
@@ -48,6 +50,30 @@ cudaError_t cudaExternalMemoryGetMappedBuffer(void **devPtr, cudaExternalMemory_
   return cudaev__ret_cu(cudaev__drv.cuExternalMemoryGetMappedBuffer(
       (CUdeviceptr *)devPtr, (CUexternalMemory)extMem,
       (const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *)bufferDesc));
+}
+
+/* The runtime's descriptor gives the format as a cudaChannelFormatDesc and
+ * the size as a cudaExtent; the driver's as a CUDA_ARRAY3D_DESCRIPTOR. The
+ * cudaArray* flags are the driver's CUDA_ARRAY3D_* flags (src/array.c checks
+ * it); which ones an external mipmapped array accepts is the driver's call. */
+cudaError_t cudaExternalMemoryGetMappedMipmappedArray(
+    cudaMipmappedArray_t *mipmap, cudaExternalMemory_t extMem,
+    const struct cudaExternalMemoryMipmappedArrayDesc *mipmapDesc) {
+  CUDAEV_CTX_OR_RETURN();
+  if (mipmap == NULL || mipmapDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC d;
+  memset(&d, 0, sizeof d);
+  cudaError_t e = cudaev__channel_to_format(&mipmapDesc->formatDesc, &d.arrayDesc.Format,
+                                            &d.arrayDesc.NumChannels);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  d.offset = mipmapDesc->offset;
+  d.arrayDesc.Width = mipmapDesc->extent.width;
+  d.arrayDesc.Height = mipmapDesc->extent.height;
+  d.arrayDesc.Depth = mipmapDesc->extent.depth;
+  d.arrayDesc.Flags = mipmapDesc->flags;
+  d.numLevels = mipmapDesc->numLevels;
+  return cudaev__ret_cu(cudaev__drv.cuExternalMemoryGetMappedMipmappedArray(
+      (CUmipmappedArray *)mipmap, (CUexternalMemory)extMem, &d));
 }
 
 cudaError_t cudaDestroyExternalMemory(cudaExternalMemory_t extMem) {

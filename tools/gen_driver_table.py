@@ -16,8 +16,13 @@ CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.
 usage: gen_driver_table.py cudaTypedefs.h out.h
 
 cudaProfilerTypedefs.h, beside cudaTypedefs.h, is read too (cuProfilerStart,
-cuProfilerStop).
+cuProfilerStop). So are the graphics-interop typedefs, when the toolkit has
+them: cudaGLTypedefs.h, cudaEGLTypedefs.h and cudaVDPAUTypedefs.h. Their
+entries go to CUDAEV_DRIVER_TABLE_GL/_EGL/_VDPAU, which expand to nothing
+unless src/driver/driver.h could include that header (it needs the GL, EGL
+or VDPAU headers too) and defined CUDAEV_HAVE_GL/_EGL/_VDPAU.
 """
+import os
 import re
 import sys
 
@@ -28,12 +33,29 @@ text = re.sub(r"#if defined\(__CUDA_API_VERSION_INTERNAL\).*?#endif", "",
               open(src, encoding="utf-8").read(), flags=re.S)
 text += open(src.replace("cudaTypedefs.h", "cudaProfilerTypedefs.h"), encoding="utf-8").read()
 pat = re.compile(r"typedef\s+CUresult\s*\(\s*CUDAAPI\s*\*\s*PFN_(cu\w+?)_v(\d+)(_ptds|_ptsz)?\s*\)")
-best = {}
-for m in pat.finditer(text):
-    name, ver, suffix = m.group(1), int(m.group(2)), m.group(3) or ""
-    key = (name, suffix)
-    if key not in best or ver > best[key]:
-        best[key] = ver
+
+
+def newest(text):
+    best = {}
+    for m in pat.finditer(text):
+        name, ver, suffix = m.group(1), int(m.group(2)), m.group(3) or ""
+        key = (name, suffix)
+        if key not in best or ver > best[key]:
+            best[key] = ver
+    return best
+
+
+best = newest(text)
+interop = {}
+for api in ("GL", "EGL", "VDPAU"):
+    path = src.replace("cudaTypedefs.h", "cuda%sTypedefs.h" % api)
+    if not os.path.exists(path):
+        continue
+    t = open(path, encoding="utf-8").read()
+    # Same superseded-version block as above; WGL entry points are Windows-only.
+    t = re.sub(r"#if defined\(__CUDA_API_VERSION_INTERNAL\).*?#endif", "", t, flags=re.S)
+    t = re.sub(r"#ifdef _WIN32.*?#endif", "", t, flags=re.S)
+    interop[api] = newest(t)
 # cuda.h renames some entry points to others (#define cuGraphInstantiate
 # cuGraphInstantiateWithFlags): the member would be declared twice.
 cuda_h = open(src.replace("cudaTypedefs.h", "cuda.h"), encoding="utf-8").read()
@@ -45,4 +67,11 @@ with open(out, "w", encoding="utf-8") as f:
     f.write("#define CUDAEV_DRIVER_TABLE(X) \\\n")
     for (name, suffix), ver in sorted(best.items()):
         f.write("  X(%s%s, %s, %d, %s, %d) \\\n" % (name, suffix, name, ver, suffix, 1 if suffix else 0))
-    f.write("\n")
+    f.write("  CUDAEV_DRIVER_TABLE_GL(X) CUDAEV_DRIVER_TABLE_EGL(X) CUDAEV_DRIVER_TABLE_VDPAU(X)\n\n")
+    for api in ("GL", "EGL", "VDPAU"):
+        entries = interop.get(api, {})
+        f.write("#if defined(CUDAEV_HAVE_%s) && %d\n" % (api, 1 if entries else 0))
+        f.write("#define CUDAEV_DRIVER_TABLE_%s(X) \\\n" % api)
+        for (name, suffix), ver in sorted(entries.items()):
+            f.write("  X(%s%s, %s, %d, %s, %d) \\\n" % (name, suffix, name, ver, suffix, 1 if suffix else 0))
+        f.write("\n#else\n#define CUDAEV_DRIVER_TABLE_%s(X)\n#endif\n" % api)

@@ -23,6 +23,25 @@
 #include <cudaTypedefs.h>
 #include <cudaProfilerTypedefs.h>
 
+/* The graphics-interop entry points join the table when the toolkit's
+ * typedef header and the graphics API's own headers (Debian: libgl-dev,
+ * libegl-dev, libvdpau-dev) are both there; otherwise those members are left
+ * out and src/interop_{gl,egl,vdpau}.c compile to nothing (their exports
+ * are stubbed). */
+#if __has_include(<cudaGLTypedefs.h>) && __has_include(<GL/gl.h>)
+#include <cudaGLTypedefs.h>
+#define CUDAEV_HAVE_GL 1
+#endif
+#if __has_include(<cudaEGLTypedefs.h>) && __has_include(<EGL/egl.h>) && \
+    __has_include(<EGL/eglext.h>)
+#include <cudaEGLTypedefs.h>
+#define CUDAEV_HAVE_EGL 1
+#endif
+#if __has_include(<cudaVDPAUTypedefs.h>) && __has_include(<vdpau/vdpau.h>)
+#include <cudaVDPAUTypedefs.h>
+#define CUDAEV_HAVE_VDPAU 1
+#endif
+
 #include "driver_table.h" /* generated: CUDAEV_DRIVER_TABLE(X) */
 
 struct cudaev_driver {

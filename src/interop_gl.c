@@ -1,0 +1,129 @@
+/* OpenGL Interoperability, and its deprecated buffer-object functions.
+ *
+ * Every function here is the driver's cudaGL.h counterpart: the runtime adds
+ * the lazy context, argument checks the driver cannot make for it (the
+ * size it does not return), and the device-ordinal translation of
+ * cudaGLGetDevices. Without the GL headers at build time this file is
+ * empty and the exports are stubbed (see src/driver/driver.h).
+ */
+#include "internal.h"
+
+#if defined(CUDAEV_HAVE_GL)
+
+#pragma GCC visibility push(default)
+#include <cuda_gl_interop.h>
+#pragma GCC visibility pop
+
+_Static_assert((int)cudaGLDeviceListAll == (int)CU_GL_DEVICE_LIST_ALL &&
+                   (int)cudaGLDeviceListCurrentFrame == (int)CU_GL_DEVICE_LIST_CURRENT_FRAME &&
+                   (int)cudaGLDeviceListNextFrame == (int)CU_GL_DEVICE_LIST_NEXT_FRAME,
+               "cudaGLDeviceList");
+_Static_assert((int)cudaGLMapFlagsNone == (int)CU_GL_MAP_RESOURCE_FLAGS_NONE &&
+                   (int)cudaGLMapFlagsReadOnly == (int)CU_GL_MAP_RESOURCE_FLAGS_READ_ONLY &&
+                   (int)cudaGLMapFlagsWriteDiscard == (int)CU_GL_MAP_RESOURCE_FLAGS_WRITE_DISCARD,
+               "cudaGLMapFlags");
+_Static_assert((int)cudaGraphicsRegisterFlagsNone == (int)CU_GRAPHICS_REGISTER_FLAGS_NONE &&
+                   (int)cudaGraphicsRegisterFlagsReadOnly == (int)CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY &&
+                   (int)cudaGraphicsRegisterFlagsWriteDiscard ==
+                       (int)CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD &&
+                   (int)cudaGraphicsRegisterFlagsSurfaceLoadStore ==
+                       (int)CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST &&
+                   (int)cudaGraphicsRegisterFlagsTextureGather ==
+                       (int)CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER,
+               "cudaGraphicsRegisterFlags");
+_Static_assert(sizeof(CUdevice) == sizeof(int), "cudaGLGetDevices translates in place");
+
+cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices,
+                             unsigned int cudaDeviceCount, enum cudaGLDeviceList deviceList) {
+  CUDAEV_INIT_OR_RETURN();
+  if (pCudaDeviceCount == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUresult r = cudaev__drv.cuGLGetDevices(pCudaDeviceCount, (CUdevice *)pCudaDevices,
+                                          cudaDeviceCount, (CUGLDeviceList)deviceList);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  /* The driver writes CUdevice handles; the runtime's callers want
+   * ordinals, which differ from the handles when they ever do. */
+  unsigned n = *pCudaDeviceCount < cudaDeviceCount ? *pCudaDeviceCount : cudaDeviceCount;
+  for (unsigned i = 0; pCudaDevices != NULL && i < n; i++) {
+    for (int d = 0; d < cudaev__rt.device_count; d++) {
+      if (cudaev__rt.devices[d].dev == (CUdevice)pCudaDevices[i]) {
+        pCudaDevices[i] = d;
+        break;
+      }
+    }
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphicsGLRegisterBuffer(struct cudaGraphicsResource **resource, GLuint buffer,
+                                         unsigned int flags) {
+  CUDAEV_CTX_OR_RETURN();
+  if (resource == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(
+      cudaev__drv.cuGraphicsGLRegisterBuffer((CUgraphicsResource *)resource, buffer, flags));
+}
+
+cudaError_t cudaGraphicsGLRegisterImage(struct cudaGraphicsResource **resource, GLuint image,
+                                        GLenum target, unsigned int flags) {
+  CUDAEV_CTX_OR_RETURN();
+  if (resource == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(cudaev__drv.cuGraphicsGLRegisterImage((CUgraphicsResource *)resource,
+                                                              image, target, flags));
+}
+
+/* ---- deprecated (CUDA 3.0) buffer objects -------------------------------- */
+
+/* NVIDIA documents this as no longer needed: the device just becomes the
+ * calling thread's current device, with its primary context, and the
+ * errors are cudaSetDevice's (cudaErrorInvalidDevice...). */
+cudaError_t cudaGLSetGLDevice(int device) { return cudaSetDevice(device); }
+
+cudaError_t cudaGLRegisterBufferObject(GLuint bufObj) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuGLRegisterBufferObject(bufObj));
+}
+
+cudaError_t cudaGLUnregisterBufferObject(GLuint bufObj) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuGLUnregisterBufferObject(bufObj));
+}
+
+cudaError_t cudaGLSetBufferObjectMapFlags(GLuint bufObj, unsigned int flags) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuGLSetBufferObjectMapFlags(bufObj, flags));
+}
+
+/* The runtime's map functions return no size; the driver's want somewhere
+ * to put it. */
+cudaError_t cudaGLMapBufferObject(void **devPtr, GLuint bufObj) {
+  CUDAEV_CTX_OR_RETURN();
+  if (devPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUdeviceptr p = 0;
+  size_t size = 0;
+  CUresult r = cudaev__drv.cuGLMapBufferObject(&p, &size, bufObj);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  *devPtr = (void *)(uintptr_t)p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGLMapBufferObjectAsync(void **devPtr, GLuint bufObj, cudaStream_t stream) {
+  CUDAEV_CTX_OR_RETURN();
+  if (devPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUdeviceptr p = 0;
+  size_t size = 0;
+  CUresult r = cudaev__drv.cuGLMapBufferObjectAsync(&p, &size, bufObj, (CUstream)stream);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  *devPtr = (void *)(uintptr_t)p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGLUnmapBufferObject(GLuint bufObj) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuGLUnmapBufferObject(bufObj));
+}
+
+cudaError_t cudaGLUnmapBufferObjectAsync(GLuint bufObj, cudaStream_t stream) {
+  CUDAEV_CTX_OR_RETURN();
+  return cudaev__ret_cu(cudaev__drv.cuGLUnmapBufferObjectAsync(bufObj, (CUstream)stream));
+}
+
+#endif
