@@ -396,7 +396,8 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
     uint64_t end = oldest + 2 * g->ewma_ns + 5000;
     if (end > now + max) end = now + max;
     while (now < end) {
-      if (any_head_done(g)) return 0;
+      /* New submissions are not tracked yet: process them first. */
+      if (any_head_done(g) || !cudaev__mpsc_empty(&loop->q)) return 0;
       for (int k = 0; k < 16; k++) __builtin_ia32_pause();
       now = cudaev__now_ns();
     }
