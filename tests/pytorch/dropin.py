@@ -18,11 +18,30 @@ import torch  # noqa: E402
 
 
 def mapped_cudart():
+    """Every libcudart mapped, and the one the process's global symbol scope
+    resolves cudaMalloc to (what PyTorch's own references bind to). PyTorch
+    also dlopen()s its wheel's copy of NVIDIA's library by path; with ours
+    preloaded that copy is mapped but first-in-scope is ours."""
+    import ctypes
+    paths = []
     with open("/proc/self/maps") as f:
         for line in f:
-            if "libcudart.so" in line:
-                return line.split()[-1]
-    return "none"
+            if "libcudart.so" in line and line.split()[-1] not in paths:
+                paths.append(line.split()[-1])
+
+    class DlInfo(ctypes.Structure):
+        _fields_ = [("fname", ctypes.c_char_p), ("fbase", ctypes.c_void_p),
+                    ("sname", ctypes.c_char_p), ("saddr", ctypes.c_void_p)]
+    provider = "none"
+    try:
+        libc = ctypes.CDLL(None)
+        addr = ctypes.cast(libc.cudaMalloc, ctypes.c_void_p).value
+        info = DlInfo()
+        if libc.dladdr(ctypes.c_void_p(addr), ctypes.byref(info)):
+            provider = os.path.realpath(info.fname.decode())
+    except AttributeError:
+        pass
+    return f"mapped={','.join(paths) or 'none'} cudaMalloc-from={provider}"
 
 
 def h(t):

@@ -15,17 +15,21 @@ export PYTHONUNBUFFERED=1
 python3 "$here/dropin.py" >"$logs/nvidia.out" 2>"$logs/nvidia.err"; nv=$?
 LD_PRELOAD=$ours python3 "$here/dropin.py" >"$logs/cudaev.out" 2>"$logs/cudaev.err"; us=$?
 fail=0
-grep -q "^\[cudart\] .*$(readlink -f "$ours" | xargs basename)" "$logs/cudaev.err" &&
-  ! grep "^\[cudart\]" "$logs/cudaev.err" | grep -qv "$build" ||
-  { echo "FAIL: our run did not map only $ours:"; grep '^\[cudart\]' "$logs/cudaev.err"; fail=1; }
-grep "^\[cudart\]" "$logs/nvidia.err" | grep -q "$build" &&
-  { echo "FAIL: the NVIDIA run mapped ours"; fail=1; }
+# The last line each run printed says where cudaMalloc resolves in the
+# process's global scope: ours in our run, NVIDIA's in the other.
+ours_real=$(readlink -f "$ours")
+grep "^\[cudart\]" "$logs/cudaev.err" | tail -n 1 | grep -q "cudaMalloc-from=$ours_real\$" ||
+  { echo "FAIL: in our run cudaMalloc did not resolve to $ours_real:"; grep '^\[cudart\]' "$logs/cudaev.err"; fail=1; }
+grep "^\[cudart\]" "$logs/nvidia.err" | tail -n 1 | grep -q "cudaMalloc-from=$ours_real" &&
+  { echo "FAIL: the NVIDIA run used ours"; fail=1; }
 if ! cmp -s "$logs/nvidia.out" "$logs/cudaev.out"; then
   echo "FAIL: transcripts differ (- NVIDIA, + cudaev):"; diff -u "$logs/nvidia.out" "$logs/cudaev.out" | head -60; fail=1
 fi
 [ "$nv" = "$us" ] || { echo "FAIL: exit codes differ: NVIDIA $nv, cudaev $us"; fail=1; }
 echo "--- cudaev transcript (exit $us):"; cat "$logs/cudaev.out"
-echo "--- cudaev stderr (tail):"; tail -n 30 "$logs/cudaev.err"
+echo "--- cudaev: $(grep '^\[cudart\]' "$logs/cudaev.err" | tail -n 1)"
+echo "--- NVIDIA: $(grep '^\[cudart\]' "$logs/nvidia.err" | tail -n 1)"
+echo "--- cudaev stderr (tail):"; grep -v '^\[cudart\]' "$logs/cudaev.err" | tail -n 20
 echo "--- NVIDIA stderr (tail):"; tail -n 5 "$logs/nvidia.err"
 [ "$fail" = 0 ] && [ "$nv" = 0 ] && { echo "pytorch: 1 passed, 0 failed"; exit 0; }
 echo "pytorch: 0 passed, 1 failed"; exit 1
