@@ -59,6 +59,36 @@ __attribute__((constructor)) static void cudaev_test_report_cudart_ctor(void) {
     printf("%-60.60s -> %s (last %s)\n", #expr, cudaGetErrorName(t_e_), cudaGetErrorName(t_l_)); \
   } while (0)
 
+/* TREFUSE(expr): for bad input that crashes NVIDIA's runtime (a NULL
+ * output pointer, a destroyed handle): runs the call in a forked child and
+ * prints "refused" when the child crashed OR the call returned an error,
+ * so NVIDIA's crash and our error code compare equal, while a success on
+ * either side still shows. Our runtime must never crash: compare.sh also
+ * runs ours alone with CUDAEV_TEST_NO_CRASH=1, which makes TREFUSE report a
+ * crash as "CRASHED" instead. */
+#include <sys/wait.h>
+#include <unistd.h>
+#define TREFUSE(expr)                                                                 \
+  do {                                                                                \
+    fflush(stdout);                                                                   \
+    pid_t r_pid_ = fork();                                                            \
+    if (r_pid_ == 0) {                                                                \
+      cudaError_t r_e_ = (expr);                                                      \
+      if (r_e_ == cudaSuccess)                                                        \
+        printf("%-60.60s -> cudaSuccess (child)\n", #expr);                          \
+      else                                                                            \
+        printf("%-60.60s -> refused\n", #expr);                                      \
+      fflush(stdout);                                                                 \
+      _exit(0);                                                                       \
+    }                                                                                 \
+    int r_st_ = 0;                                                                    \
+    waitpid(r_pid_, &r_st_, 0);                                                       \
+    if (!WIFEXITED(r_st_)) {                                                          \
+      const char *r_nc_ = getenv("CUDAEV_TEST_NO_CRASH");                             \
+      printf("%-60.60s -> %s\n", #expr, r_nc_ && *r_nc_ == '1' ? "CRASHED" : "refused"); \
+    }                                                                                 \
+  } while (0)
+
 /* CHECK(expr): must succeed, or the program stops with exit code 2. */
 #define CHECK(expr)                                                                   \
   do {                                                                                \

@@ -18,6 +18,8 @@ nvidia_dir=$(dirname "$nvidia_lib")
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 LD_DEBUG=libs LD_LIBRARY_PATH="$nvidia_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" >"$tmp/nv.out" 2>"$tmp/nv.err"; nv_rc=$?
 LD_DEBUG=libs LD_LIBRARY_PATH="$ours_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" >"$tmp/ours.out" 2>"$tmp/ours.err"; ours_rc=$?
+# Ours alone again, where a crash in a TREFUSE child must show.
+CUDAEV_TEST_NO_CRASH=1 LD_LIBRARY_PATH="$ours_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" >"$tmp/ours2.out" 2>/dev/null
 fail=0
 ours_real=$(readlink -f "$ours_dir/libcudart.so.13")
 nv_real=$(readlink -f "$nvidia_lib")
@@ -33,6 +35,10 @@ if ! cmp -s "$tmp/nv.out" "$tmp/ours.out"; then
   diff -u "$tmp/nv.out" "$tmp/ours.out" | head -80
   fail=1
 fi
+if grep -q -- "-> CRASHED" "$tmp/ours2.out"; then
+  echo "FAIL: our runtime crashed on:"; grep -- "-> CRASHED" "$tmp/ours2.out"; fail=1
+fi
+case $ours_rc in 1[3-5][0-9]) echo "FAIL: our run died with signal $((ours_rc - 128))"; fail=1 ;; esac
 if [ "$nv_rc" != "$ours_rc" ]; then
   echo "FAIL: exit codes differ: NVIDIA $nv_rc, cudaev $ours_rc"
   fail=1
