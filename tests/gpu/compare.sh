@@ -20,6 +20,12 @@ LD_DEBUG=libs LD_LIBRARY_PATH="$nvidia_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 LD_DEBUG=libs LD_LIBRARY_PATH="$ours_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" >"$tmp/ours.out" 2>"$tmp/ours.err"; ours_rc=$?
 # Ours alone again, where a crash in a TREFUSE child must show.
 CUDAEV_TEST_NO_CRASH=1 LD_LIBRARY_PATH="$ours_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" >"$tmp/ours2.out" 2>/dev/null
+if [ -n "${CUDAEV_TRANSCRIPTS:-}" ]; then
+  name=$(basename "$1")
+  mkdir -p "$CUDAEV_TRANSCRIPTS"
+  cp "$tmp/nv.out" "$CUDAEV_TRANSCRIPTS/$name.nvidia.out"
+  cp "$tmp/ours.out" "$CUDAEV_TRANSCRIPTS/$name.cudaev.out"
+fi
 fail=0
 ours_real=$(readlink -f "$ours_dir/libcudart.so.13")
 nv_real=$(readlink -f "$nvidia_lib")

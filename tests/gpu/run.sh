@@ -37,6 +37,7 @@ for t in tests:
     if not any(s.split(":")[-1] in suites for s in t["suite"]):
         continue
     env = dict(os.environ)
+    env.setdefault("CUDAEV_TRANSCRIPTS", os.path.join(logs, "transcripts"))
     for k, v in (t.get("env") or {}).items():
         v = fix(v)
         env[k] = v + ":" + os.environ["LD_LIBRARY_PATH"] if k == "LD_LIBRARY_PATH" and os.environ.get("LD_LIBRARY_PATH") else v
