@@ -1,0 +1,432 @@
+/* The GPU side of the loop (loop/gpu.c) against a fake driver: a CPU
+ * thread plays the GPU, executing each fake stream's operations in order
+ * (write a word, wait on a word, host function, "kernel" delay, event
+ * record) and can be told to fault (sticky error: nothing more runs,
+ * queries return CUDA_ERROR_ILLEGAL_ADDRESS). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "driver/driver.h"
+#include "cudaev.h"
+
+/* ---- the fake GPU ------------------------------------------------------- */
+
+enum op_kind { OP_WRITE, OP_WAIT, OP_HOSTFN, OP_DELAY, OP_RECORD };
+struct op {
+  enum op_kind kind;
+  volatile uint32_t *addr;
+  uint32_t val;
+  CUhostFn fn;
+  void *arg;
+  unsigned delay_us;
+  atomic_int *ev;
+  struct op *next;
+};
+struct fstream {
+  struct op *head, *tail;
+  struct fstream *next;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct fstream *streams;
+static atomic_int faulted, gpu_run, writes_supported = 1;
+static pthread_t gpu_th;
+static _Thread_local CUcontext cur;
+static _Thread_local CUcontext stack[8];
+static _Thread_local int depth;
+static CUcontext the_ctx = (CUcontext)0x1000;
+
+static struct fstream *fs_of(CUstream s) {
+  /* NULL / legacy / per-thread handles map to one default stream. */
+  static struct fstream dflt;
+  if ((uintptr_t)s <= 2) return &dflt;
+  return (struct fstream *)s;
+}
+
+static CUresult push_op(CUstream s, struct op o) {
+  if (atomic_load(&faulted)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  struct op *p = malloc(sizeof *p);
+  *p = o;
+  p->next = NULL;
+  pthread_mutex_lock(&mu);
+  struct fstream *f = fs_of(s);
+  if (f->tail) f->tail->next = p;
+  else f->head = p;
+  f->tail = p;
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+
+static bool run_one(struct fstream *f) {
+  struct op *o = f->head;
+  if (o == NULL) return false;
+  switch (o->kind) {
+  case OP_WAIT:
+    if (__atomic_load_n(o->addr, __ATOMIC_ACQUIRE) != o->val) return false;
+    break;
+  case OP_WRITE: __atomic_store_n(o->addr, o->val, __ATOMIC_RELEASE); break;
+  case OP_HOSTFN:
+    pthread_mutex_unlock(&mu);
+    o->fn(o->arg);
+    pthread_mutex_lock(&mu);
+    break;
+  case OP_DELAY:
+    /* In slices, so that a fault or teardown interrupts long "kernels". */
+    pthread_mutex_unlock(&mu);
+    for (unsigned t = 0; t < o->delay_us && atomic_load(&gpu_run) && !atomic_load(&faulted); t += 1000)
+      usleep(o->delay_us - t < 1000 ? o->delay_us - t : 1000);
+    pthread_mutex_lock(&mu);
+    break;
+  case OP_RECORD: atomic_store(o->ev, 1); break;
+  }
+  f->head = o->next;
+  if (f->head == NULL) f->tail = NULL;
+  free(o);
+  return true;
+}
+
+static void *gpu_main(void *arg) {
+  while (atomic_load(&gpu_run)) {
+    bool any = false;
+    pthread_mutex_lock(&mu);
+    if (!atomic_load(&faulted)) {
+      any |= run_one(fs_of(NULL));
+      for (struct fstream *f = streams; f; f = f->next) any |= run_one(f);
+    }
+    pthread_mutex_unlock(&mu);
+    if (!any) usleep(50);
+  }
+  return NULL;
+}
+
+static bool stream_idle(CUstream s) {
+  pthread_mutex_lock(&mu);
+  bool idle = fs_of(s)->head == NULL;
+  pthread_mutex_unlock(&mu);
+  return idle;
+}
+
+/* ---- driver entry points --------------------------------------------------- */
+
+static CUresult f_init(unsigned f) { return CUDA_SUCCESS; }
+static CUresult f_count(int *n) { *n = 1; return CUDA_SUCCESS; }
+static CUresult f_get(CUdevice *d, int i) { *d = i; return CUDA_SUCCESS; }
+static CUresult f_retain(CUcontext *c, CUdevice d) { *c = the_ctx; return CUDA_SUCCESS; }
+static CUresult f_release(CUdevice d) { return CUDA_SUCCESS; }
+static CUresult f_getcur(CUcontext *c) { *c = cur; return CUDA_SUCCESS; }
+static CUresult f_setcur(CUcontext c) { cur = c; return CUDA_SUCCESS; }
+static CUresult f_push(CUcontext c) { stack[depth++] = cur; cur = c; return CUDA_SUCCESS; }
+static CUresult f_pop(CUcontext *c) { if (c) *c = cur; cur = stack[--depth]; return CUDA_SUCCESS; }
+static CUresult f_ctxdev(CUdevice *d, CUcontext c) { *d = 0; return CUDA_SUCCESS; }
+static CUresult f_screate(CUstream *s, unsigned fl) {
+  struct fstream *f = calloc(1, sizeof *f);
+  pthread_mutex_lock(&mu);
+  f->next = streams;
+  streams = f;
+  pthread_mutex_unlock(&mu);
+  *s = (CUstream)f;
+  return CUDA_SUCCESS;
+}
+static CUresult f_sdestroy(CUstream s) { return CUDA_SUCCESS; /* leaked: tests are short */ }
+static CUresult f_squery(CUstream s) {
+  if (atomic_load(&faulted)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  return stream_idle(s) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+static CUresult f_ssync(CUstream s) {
+  while (!atomic_load(&faulted) && !stream_idle(s)) usleep(50);
+  return atomic_load(&faulted) ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+}
+static CUresult f_csync(CUcontext c) {
+  for (;;) {
+    if (atomic_load(&faulted)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+    bool idle = stream_idle(NULL);
+    pthread_mutex_lock(&mu);
+    for (struct fstream *f = streams; f; f = f->next) idle = idle && f->head == NULL;
+    pthread_mutex_unlock(&mu);
+    if (idle) return CUDA_SUCCESS;
+    usleep(50);
+  }
+}
+static CUresult f_hostalloc(void **p, size_t n, unsigned fl) { *p = calloc(1, n); return CUDA_SUCCESS; }
+static CUresult f_hostdev(CUdeviceptr *d, void *p, unsigned fl) { *d = (CUdeviceptr)p; return CUDA_SUCCESS; }
+static CUresult f_freehost(void *p) { free(p); return CUDA_SUCCESS; }
+static CUresult f_write(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned fl) {
+  if (!atomic_load(&writes_supported)) return CUDA_ERROR_NOT_SUPPORTED;
+  return push_op(s, (struct op){.kind = OP_WRITE, .addr = (volatile uint32_t *)a, .val = v});
+}
+static CUresult f_wait(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned fl) {
+  cr_assert_eq(fl, CU_STREAM_WAIT_VALUE_EQ);
+  return push_op(s, (struct op){.kind = OP_WAIT, .addr = (volatile uint32_t *)a, .val = v});
+}
+static CUresult f_hostfn(CUstream s, CUhostFn fn, void *arg) {
+  return push_op(s, (struct op){.kind = OP_HOSTFN, .fn = fn, .arg = arg});
+}
+static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                         unsigned by, unsigned bz, unsigned sh, CUstream s, void **args, void **extra) {
+  return push_op(s, (struct op){.kind = OP_DELAY, .delay_us = (unsigned)(uintptr_t)f});
+}
+static CUresult f_ecreate(CUevent *e, unsigned fl) {
+  *e = (CUevent)calloc(1, sizeof(atomic_int));
+  return CUDA_SUCCESS;
+}
+static CUresult f_erecord(CUevent e, CUstream s) {
+  atomic_store((atomic_int *)e, 0);
+  return push_op(s, (struct op){.kind = OP_RECORD, .ev = (atomic_int *)e});
+}
+static CUresult f_equery(CUevent e) {
+  if (atomic_load(&faulted)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  return atomic_load((atomic_int *)e) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+static CUresult f_edestroy(CUevent e) { free(e); return CUDA_SUCCESS; }
+static CUresult f_swaitev(CUstream s, CUevent e, unsigned fl) { return CUDA_SUCCESS; }
+
+static void setup(void) {
+  static struct cudaev_driver t;
+  memset(&t, 0, sizeof t);
+  t.cuInit = f_init;
+  t.cuDeviceGetCount = f_count;
+  t.cuDeviceGet = f_get;
+  t.cuDevicePrimaryCtxRetain = f_retain;
+  t.cuDevicePrimaryCtxRelease = f_release;
+  t.cuCtxGetCurrent = f_getcur;
+  t.cuCtxSetCurrent = f_setcur;
+  t.cuCtxPushCurrent = f_push;
+  t.cuCtxPopCurrent = f_pop;
+  t.cuCtxGetDevice = f_ctxdev;
+  t.cuStreamCreate = f_screate;
+  t.cuStreamDestroy = f_sdestroy;
+  t.cuStreamQuery = f_squery;
+  t.cuStreamSynchronize = f_ssync;
+  t.cuCtxSynchronize = f_csync;
+  t.cuMemHostAlloc = f_hostalloc;
+  t.cuMemHostGetDevicePointer = f_hostdev;
+  t.cuMemFreeHost = f_freehost;
+  t.cuStreamWriteValue32 = f_write;
+  t.cuStreamWaitValue32 = f_wait;
+  t.cuLaunchHostFunc = f_hostfn;
+  t.cuLaunchKernel = f_launch;
+  t.cuEventCreate = f_ecreate;
+  t.cuEventRecord = f_erecord;
+  t.cuEventQuery = f_equery;
+  t.cuEventDestroy = f_edestroy;
+  t.cuStreamWaitEvent = f_swaitev;
+  cudaev__driver_install(&t, 13000);
+  atomic_store(&gpu_run, 1);
+  pthread_create(&gpu_th, NULL, gpu_main, NULL);
+}
+
+static void teardown(void) {
+  atomic_store(&gpu_run, 0);
+  pthread_join(gpu_th, NULL);
+}
+
+/* A "kernel" that takes `us` microseconds on the fake GPU. */
+static cudaError_t kernel(cudaev_loop_t *loop, CUstream s, unsigned us, cudaev_future_t **f) {
+  return cudaev_launch_cufunc_async(loop, (struct CUfunc_st *)(uintptr_t)us, (dim3){1, 1, 1},
+                                    (dim3){1, 1, 1}, NULL, 0, (cudaStream_t)s, f);
+}
+
+static const int64_t SEC = 1000000000LL;
+
+/* ---- tests ----------------------------------------------------------------- */
+
+TestSuite(loop_gpu_fake, .init = setup, .fini = teardown, .timeout = 60);
+
+struct count {
+  atomic_int n;
+  atomic_int bad;
+  pthread_t th;
+};
+static void count_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  struct count *c = u;
+  if (s != cudaSuccess) atomic_fetch_add(&c->bad, 1);
+  c->th = pthread_self();
+  atomic_fetch_add(&c->n, 1);
+}
+
+Test(loop_gpu_fake, stream_futures_on_many_streams) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s[4];
+  for (int i = 0; i < 4; i++) f_screate(&s[i], 0);
+  enum { N = 2000 };
+  cudaev_future_t *f[N];
+  struct count c = {0};
+  for (int i = 0; i < N; i++) {
+    cr_assert_eq(i % 7 ? cudaev_stream_future(loop, (cudaStream_t)s[i % 4], &f[i])
+                       : kernel(loop, s[i % 4], 20, &f[i]),
+                 cudaSuccess);
+    cudaev_future_then(f[i], count_cb, &c);
+  }
+  cudaev_future_t *all;
+  cr_assert_eq(cudaev_when_all(loop, f, N, &all), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(all, 10 * SEC), cudaSuccess);
+  for (int i = 0; i < 2000 && atomic_load(&c.n) < N; i++) usleep(1000);
+  cr_expect_eq(atomic_load(&c.n), N);
+  cr_expect_eq(atomic_load(&c.bad), 0);
+  cr_expect(!pthread_equal(c.th, pthread_self()));
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_future_release(all);
+  for (int i = 0; i < 100 && cudaev_loop_pending(loop) > 0; i++) usleep(1000);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+}
+
+struct hf {
+  volatile uint32_t *after; /* written by the stream after the host function */
+  uint32_t seen;
+  pthread_t th;
+  atomic_int ran;
+};
+static cudaError_t host_fn(void *u) {
+  struct hf *h = u;
+  usleep(20000); /* the stream must wait for us */
+  h->seen = __atomic_load_n(h->after, __ATOMIC_ACQUIRE);
+  h->th = pthread_self();
+  atomic_store(&h->ran, 1);
+  return cudaErrorNotReady; /* becomes the future's outcome */
+}
+
+Test(loop_gpu_fake, host_function_runs_on_loop_and_stream_waits) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  uint32_t *after = calloc(1, 4);
+  struct hf h = {.after = after};
+  cudaev_future_t *k, *f;
+  cr_assert_eq(kernel(loop, s, 5000, &k), cudaSuccess);
+  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
+  f_write(s, (CUdeviceptr)after, 1, 0);
+  cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaErrorNotReady);
+  cr_expect_eq(atomic_load(&h.ran), 1);
+  cr_expect_eq(h.seen, 0, "work after the host function ran before it returned");
+  cr_expect(!pthread_equal(h.th, pthread_self()));
+  cr_expect_eq(f_ssync(s), CUDA_SUCCESS);
+  cr_expect_eq(*after, 1);
+  cudaev_future_release(k);
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+  free(after);
+}
+
+Test(loop_gpu_fake, sticky_error_fails_pending_gpu_futures_within_1s) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s[2];
+  f_screate(&s[0], 0);
+  f_screate(&s[1], 0);
+  cudaev_future_t *f[3], *p, *all;
+  cr_assert_eq(kernel(loop, s[0], 3000000, &f[0]), cudaSuccess); /* 3 s */
+  cr_assert_eq(kernel(loop, s[1], 3000000, &f[1]), cudaSuccess);
+  struct hf h = {.after = calloc(1, 4)};
+  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)s[1], host_fn, &h, &f[2]), cudaSuccess);
+  cr_assert_eq(cudaev_promise_new(loop, &p), cudaSuccess);
+  cr_assert_eq(cudaev_when_all(loop, f, 3, &all), cudaSuccess);
+  usleep(50000);
+  atomic_store(&faulted, 1);
+  int64_t t0 = (int64_t)time(NULL);
+  cr_expect_eq(cudaev_future_wait(all, 2 * SEC), cudaErrorIllegalAddress);
+  cr_expect((int64_t)time(NULL) - t0 <= 2);
+  for (int i = 0; i < 3; i++) cr_expect_eq(cudaev_future_result(f[i]), cudaErrorIllegalAddress);
+  cr_expect_eq(atomic_load(&h.ran), 0, "host functions do not run after a fault");
+  cr_expect_eq(cudaev_future_ready(p), 0, "promises are not GPU work");
+  cudaev_promise_set(p, cudaSuccess);
+  for (int i = 0; i < 3; i++) cudaev_future_release(f[i]);
+  cudaev_future_release(all);
+  cudaev_future_release(p);
+  cudaev_loop_destroy(loop);
+  free((void *)h.after);
+}
+
+Test(loop_gpu_fake, event_fallback_without_stream_memops) {
+  atomic_store(&writes_supported, 0);
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  cudaev_future_t *f[100];
+  struct count c = {0};
+  for (int i = 0; i < 100; i++) {
+    cr_assert_eq(kernel(loop, s, 100, &f[i]), cudaSuccess);
+    cudaev_future_then(f[i], count_cb, &c);
+  }
+  cr_expect_eq(cudaev_future_wait(f[99], 5 * SEC), cudaSuccess);
+  for (int i = 0; i < 2000 && atomic_load(&c.n) < 100; i++) usleep(1000);
+  cr_expect_eq(atomic_load(&c.n), 100);
+  cudaev_future_t *h;
+  cr_expect_eq(cudaev_host_func(loop, (cudaStream_t)s, host_fn, NULL, &h), cudaErrorNotSupported);
+  cr_expect_null(h);
+  for (int i = 0; i < 100; i++) cudaev_future_release(f[i]);
+  cudaev_loop_destroy(loop);
+}
+
+Test(loop_gpu_fake, destroy_with_pending_gpu_work_and_gates) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  cudaev_future_t *k, *f;
+  struct hf h = {.after = calloc(1, 4)};
+  cr_assert_eq(kernel(loop, s, 100000, &k), cudaSuccess);
+  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
+  struct count c = {0};
+  cudaev_future_then(f, count_cb, &c);
+  cudaev_loop_destroy(loop); /* gate opened without running fn; GPU drained */
+  cr_expect_eq(cudaev_future_result(k), CUDAEV_ERROR_LOOP_DESTROYED);
+  cr_expect_eq(cudaev_future_result(f), CUDAEV_ERROR_LOOP_DESTROYED);
+  cr_expect_eq(atomic_load(&c.n), 1);
+  cr_expect_eq(atomic_load(&h.ran), 0);
+  cr_expect(stream_idle(s), "the stream went past the gate");
+  cudaev_future_release(k);
+  cudaev_future_release(f);
+  free((void *)h.after);
+}
+
+static void set_flag(cudaev_future_t *f, cudaError_t s, void *u) { atomic_store((atomic_int *)u, 1); }
+
+Test(loop_gpu_fake, foreign_loop_sleeps_and_is_woken_by_armed_host_function) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  cudaev_future_t *f;
+  cr_assert_eq(kernel(loop, s, 100000, &f), cudaSuccess); /* 100 ms */
+  atomic_int flag = 0;
+  cudaev_future_then(f, set_flag, &flag);
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLIN};
+  epoll_ctl(ep, EPOLL_CTL_ADD, cudaev_loop_fd(loop), &ev);
+  int iters = 0, longest = 0;
+  while (!atomic_load(&flag) && iters < 1000) {
+    int to = cudaev_loop_timeout(loop);
+    if (to > longest) longest = to;
+    struct epoll_event got;
+    epoll_wait(ep, &got, 1, to);
+    cudaev_loop_process(loop);
+    iters++;
+  }
+  cr_expect_eq(atomic_load(&flag), 1);
+  cr_expect(iters < 20, "the loop polled instead of sleeping (%d passes)", iters);
+  cr_expect(longest >= 100, "sleeps until the watchdog's deadline (%d ms)", longest);
+  close(ep);
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+}
+
+Test(loop_gpu_fake, wait_completes_from_the_word_without_a_running_loop) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess); /* never driven */
+  CUstream s;
+  f_screate(&s, 0);
+  cudaev_future_t *f;
+  cr_assert_eq(kernel(loop, s, 1000, &f), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+}
