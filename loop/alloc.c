@@ -92,7 +92,7 @@ void cudaev__mpsc_init(struct cudaev__mpsc *q) {
 
 void cudaev__mpsc_push(struct cudaev__mpsc *q, struct cudaev__msg *m) {
   atomic_store_explicit(&m->next, NULL, memory_order_relaxed);
-  struct cudaev__msg *prev = atomic_exchange_explicit(&q->tail, m, memory_order_acq_rel);
+  struct cudaev__msg *prev = atomic_exchange_explicit(&q->tail, m, memory_order_seq_cst);
   atomic_store_explicit(&prev->next, m, memory_order_release);
 }
 
@@ -121,5 +121,5 @@ struct cudaev__msg *cudaev__mpsc_pop(struct cudaev__mpsc *q) {
 
 bool cudaev__mpsc_empty(struct cudaev__mpsc *q) {
   return q->head == &q->stub &&
-         atomic_load_explicit(&q->tail, memory_order_acquire) == &q->stub;
+         atomic_load_explicit(&q->tail, memory_order_seq_cst) == &q->stub;
 }

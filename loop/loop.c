@@ -23,8 +23,11 @@ uint64_t cudaev__now_ns(void) {
 /* One eventfd write per drain at most: `pending` says a write is already
  * on its way (libuv's uv_async_send pattern). */
 void cudaev__waker_wake(struct cudaev__waker *w) {
-  if (atomic_load_explicit(&w->pending, memory_order_relaxed) ||
-      atomic_exchange_explicit(&w->pending, 1, memory_order_acq_rel))
+  /* seq_cst: the queue push before this load and the loop's clear of
+   * `pending` before its queue drain form a store/load pair (Dekker); at
+   * least one side must see the other. */
+  if (atomic_load_explicit(&w->pending, memory_order_seq_cst) ||
+      atomic_exchange_explicit(&w->pending, 1, memory_order_seq_cst))
     return;
   uint64_t one = 1;
   ssize_t r;
@@ -38,12 +41,17 @@ void cudaev__waker_release(struct cudaev__waker *w) {
   cudaev__free(w, sizeof *w);
 }
 
+/* Read first, then clear `pending`: clearing first would let a writer's
+ * eventfd write be consumed here while its `pending` stays set, and the next
+ * writer would then skip its write with its message still queued (a lost
+ * wakeup). The fd is read on every pass (nonblocking) so that a write that
+ * lands after the clear never leaves it readable for nothing. */
 static void waker_drain(struct cudaev__waker *w) {
-  if (!atomic_exchange_explicit(&w->pending, 0, memory_order_acq_rel)) return;
   uint64_t v;
   ssize_t r;
   do r = read(w->fd, &v, sizeof v);
   while (r < 0 && errno == EINTR);
+  atomic_store_explicit(&w->pending, 0, memory_order_seq_cst);
 }
 
 void cudaev__loop_send(struct cudaev_loop *loop, struct cudaev__msg *m) {

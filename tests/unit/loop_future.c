@@ -462,7 +462,7 @@ Test(loop_stress, then_races_completion) {
   for (int i = 0; i < 4; i++) pthread_join(a[i], NULL);
   pthread_join(b, NULL);
   for (int i = 0; i < 5000 && atomic_load(&r.calls) < 4 * r.n; i++) usleep(1000);
-  cr_expect_eq(atomic_load(&r.calls), 4 * r.n);
+  cr_expect_eq(atomic_load(&r.calls), 4 * r.n, "calls %ld pending %zu", (long)atomic_load(&r.calls), cudaev_loop_pending(loop));
   for (long i = 0; i < r.n; i++) {
     cr_expect_eq(cudaev_future_wait(r.fs[i], -1), cudaSuccess);
     cudaev_future_release(r.fs[i]);
