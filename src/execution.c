@@ -122,33 +122,20 @@ CUDAEV_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid
 
 enum launch_kind { LAUNCH_PLAIN, LAUNCH_COOPERATIVE };
 
-static inline bool dims_zero(dim3 g, dim3 b) {
-  return g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0;
-}
+/* Launch configuration errors. NVIDIA's runtime (CUDA 13) does not check
+ * the grid and block dimensions itself: a zero dimension, a block over
+ * 1024 threads or over a device's per-axis limit, a grid over its limits
+ * all come back from the driver as CUDA_ERROR_INVALID_VALUE and are
+ * reported as cudaErrorInvalidValue (not cudaErrorInvalidConfiguration),
+ * after the function was found (an unknown function's error wins). So we
+ * check nothing either and pass the driver's verdict on. The one thing the
+ * driver cannot see is a dynamic shared memory size over its 32 bits,
+ * which we refuse as cudaErrorInvalidValue (the driver's answer for any
+ * size too large). */
 
-/* Whether the dimensions exceed the current device's limits: the launch
- * was refused for its configuration, which NVIDIA's runtime reports as
- * cudaErrorInvalidConfiguration rather than the driver's invalid value. */
-static bool dims_exceed_device(dim3 g, dim3 b) {
-  if (dims_zero(g, b)) return true;
-  CUdevice dev;
-  if (cudaev__drv.cuCtxGetDevice(&dev, NULL) != CUDA_SUCCESS) return false;
-  static const CUdevice_attribute attrs[7] = {
-      CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
-      CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
-      CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
-      CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK};
-  int lim[7];
-  for (int i = 0; i < 7; i++)
-    if (cudaev__drv.cuDeviceGetAttribute(&lim[i], attrs[i], dev) != CUDA_SUCCESS) return false;
-  unsigned long long threads = (unsigned long long)b.x * b.y * b.z;
-  return b.x > (unsigned)lim[0] || b.y > (unsigned)lim[1] || b.z > (unsigned)lim[2] ||
-         g.x > (unsigned)lim[3] || g.y > (unsigned)lim[4] || g.z > (unsigned)lim[5] ||
-         threads > (unsigned long long)lim[6];
-}
-
-static CUresult drv_launch(enum launch_kind kind, CUkernel k, dim3 g, dim3 b, void **args,
-                           size_t smem, CUstream s) {
+static inline __attribute__((always_inline)) CUresult
+drv_launch(enum launch_kind kind, CUkernel k, dim3 g, dim3 b, void **args, size_t smem,
+           CUstream s) {
   if (kind == LAUNCH_COOPERATIVE)
     return cudaev__drv.cuLaunchCooperativeKernel((CUfunction)k, g.x, g.y, g.z, b.x, b.y, b.z,
                                                  (unsigned)smem, s, args);
@@ -156,20 +143,19 @@ static CUresult drv_launch(enum launch_kind kind, CUkernel k, dim3 g, dim3 b, vo
                                     s, args, NULL);
 }
 
-/* Everything but the first successful try: resolution, validation, a
- * context made current, the error NVIDIA reports. Records the error. */
-static __attribute__((noinline)) cudaError_t launch_slow(enum launch_kind kind,
-                                                         struct cudaev_kfunc *f, CUkernel k,
-                                                         CUresult r, dim3 g, dim3 b,
-                                                         void **args, size_t smem, CUstream s) {
-  if (f == NULL) {
-    cudaError_t e = cudaev__init();
-    return cudaev__ret(e != cudaSuccess ? e : cudaErrorInvalidDeviceFunction);
-  }
+/* Everything but the first successful try: a NULL or unknown function, a
+ * kernel not loaded yet, a context to make current, an error to record.
+ * `f` is func's record (NULL when the registry does not know it); `k` its
+ * CUkernel if the fast path had one (then `r` is what the driver said). */
+static __attribute__((noinline, cold)) cudaError_t
+launch_slow(enum launch_kind kind, const void *func, struct cudaev_kfunc *f, CUkernel k,
+            CUresult r, dim3 g, dim3 b, void **args, size_t smem, CUstream s) {
   if (k == NULL) {
-    cudaError_t e = cudaev__kfunc_kernel(f, &k);
+    /* Unknown pointers go through cudaev__kernel_lookup's rules (NULL ->
+     * invalid device function; anything else is validated by the driver as
+     * a CUkernel -> invalid resource handle). */
+    cudaError_t e = f != NULL ? cudaev__kfunc_kernel(f, &k) : cudaev__kernel_lookup(func, &k);
     if (e != cudaSuccess) return cudaev__ret(e);
-    if (dims_zero(g, b)) return cudaev__ret(cudaErrorInvalidConfiguration);
     if (smem > 0xffffffffu) return cudaev__ret(cudaErrorInvalidValue);
     r = drv_launch(kind, k, g, b, args, smem, s);
   }
@@ -180,31 +166,45 @@ static __attribute__((noinline)) cudaError_t launch_slow(enum launch_kind kind,
     if (c != cudaSuccess) return cudaev__ret(c);
     r = drv_launch(kind, k, g, b, args, smem, s);
   }
-  if (r == CUDA_SUCCESS) return cudaSuccess;
-  if (r == CUDA_ERROR_INVALID_VALUE && dims_exceed_device(g, b))
-    return cudaev__ret(cudaErrorInvalidConfiguration);
   return cudaev__ret_cu(r);
 }
 
-static inline cudaError_t launch(enum launch_kind kind, struct cudaev_kfunc *f, dim3 g, dim3 b,
-                                 void **args, size_t smem, cudaStream_t stream, bool per_thread) {
+/* The launch fast path. Per launch, in the common case (a kernel launched
+ * before, from a thread with a current context):
+ *   - finding the record: none for <<<>>> (the handle is the record: one
+ *     load to compare its magic), one lock-free hash probe for
+ *     cudaLaunchKernel (hash of the pointer, usually one slot read);
+ *   - one load of the record's CUkernel (a plain load on x86-64/aarch64);
+ *   - one compare of the shared memory size against 32 bits;
+ *   - the stream handed over as it is (a NULL test for the _ptsz variants);
+ *   - one indirect call: cuLaunchKernel with the context-independent
+ *     CUkernel, which the driver runs in the stream's (or the current)
+ *     context and validates (dimensions, shared memory, arguments).
+ * No driver call besides the launch (no cuCtxGetCurrent: the driver knows
+ * the context), no TLS access (the last error is written only on failure),
+ * no atomic read-modify-write, no lock, no allocation. Everything else is in
+ * launch_slow, reached only when something is missing or failed. Forced
+ * inline so each export is one straight function. */
+static inline __attribute__((always_inline)) cudaError_t
+launch(enum launch_kind kind, const void *func, struct cudaev_kfunc *f, dim3 g, dim3 b,
+       void **args, size_t smem, cudaStream_t stream, bool per_thread) {
   CUstream s = cudaev__stream(stream, per_thread);
-  if (CUDAEV_UNLIKELY(f == NULL)) return launch_slow(kind, f, NULL, CUDA_SUCCESS, g, b, args, smem, s);
-  CUkernel k = atomic_load_explicit(&f->kernel, memory_order_acquire);
-  if (CUDAEV_UNLIKELY(k == NULL)) return launch_slow(kind, f, NULL, CUDA_SUCCESS, g, b, args, smem, s);
-  if (CUDAEV_UNLIKELY(dims_zero(g, b))) {
-    cudaError_t e = cudaev__init();
-    return cudaev__ret(e != cudaSuccess ? e : cudaErrorInvalidConfiguration);
-  }
-  if (CUDAEV_UNLIKELY(smem > 0xffffffffu)) return cudaev__ret(cudaErrorInvalidValue);
+  CUkernel k = NULL;
+  if (CUDAEV_LIKELY(f != NULL)) k = atomic_load_explicit(&f->kernel, memory_order_acquire);
+  if (CUDAEV_UNLIKELY(k == NULL || smem > 0xffffffffu))
+    return launch_slow(kind, func, f, NULL, CUDA_SUCCESS, g, b, args, smem, s);
   CUresult r = drv_launch(kind, k, g, b, args, smem, s);
   if (CUDAEV_LIKELY(r == CUDA_SUCCESS)) return cudaSuccess;
-  return launch_slow(kind, f, k, r, g, b, args, smem, s);
+  return launch_slow(kind, func, f, k, r, g, b, args, smem, s);
 }
 
 /* The record behind a handle from __cudaGetKernel: the record itself, or
- * (if __cudaGetKernel could not find one) the stub it wrote first. */
-static inline struct cudaev_kfunc *handle_kfunc(cudaKernel_t kernel) {
+ * (if __cudaGetKernel could not find one) the stub it wrote first. The
+ * handle is never a user pointer: it is what __cudaGetKernel wrote (a
+ * record, or a host stub, i.e. readable code), so reading its first 8
+ * bytes is safe. */
+static inline __attribute__((always_inline)) struct cudaev_kfunc *
+handle_kfunc(cudaKernel_t kernel) {
   struct cudaev_kfunc *f = (struct cudaev_kfunc *)kernel;
   if (CUDAEV_LIKELY(f != NULL && f->magic == CUDAEV_KFUNC_MAGIC)) return f;
   return cudaev__kfunc_find(kernel);
@@ -212,38 +212,38 @@ static inline struct cudaev_kfunc *handle_kfunc(cudaKernel_t kernel) {
 
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
                                size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, handle_kfunc(kernel), gridDim, blockDim, args, sharedMem, stream,
-                false);
+  return launch(LAUNCH_PLAIN, kernel, handle_kfunc(kernel), gridDim, blockDim, args, sharedMem,
+                stream, false);
 }
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                                     void **args, size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, handle_kfunc(kernel), gridDim, blockDim, args, sharedMem, stream,
-                true);
+  return launch(LAUNCH_PLAIN, kernel, handle_kfunc(kernel), gridDim, blockDim, args, sharedMem,
+                stream, true);
 }
 
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                              size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
-                stream, false);
+  return launch(LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim, args,
+                sharedMem, stream, false);
 }
 
 cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                   size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
-                stream, true);
+  return launch(LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim, args,
+                sharedMem, stream, true);
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim,
                                         void **args, size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_COOPERATIVE, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
-                stream, false);
+  return launch(LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim, blockDim, args,
+                sharedMem, stream, false);
 }
 
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
                                              void **args, size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_COOPERATIVE, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
-                stream, true);
+  return launch(LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim, blockDim, args,
+                sharedMem, stream, true);
 }
 
 static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func, void **args,
@@ -254,8 +254,6 @@ static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func,
   CUkernel k;
   cudaError_t e = cudaev__kernel_lookup(func, &k);
   if (e != cudaSuccess) return cudaev__ret(e);
-  if (dims_zero(config->gridDim, config->blockDim))
-    return cudaev__ret(cudaErrorInvalidConfiguration);
   CUlaunchConfig c;
   if (!cudaev__launch_config(config, &c, per_thread)) return cudaev__ret(cudaErrorInvalidValue);
   CUresult r = cudaev__drv.cuLaunchKernelEx(&c, (CUfunction)k, args, NULL);
@@ -264,10 +262,7 @@ static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func,
     e = cudaev__ctx();
     if (e != cudaSuccess) return cudaev__ret(e);
     r = cudaev__drv.cuLaunchKernelEx(&c, (CUfunction)k, args, NULL);
-    if (r == CUDA_SUCCESS) return cudaSuccess;
   }
-  if (r == CUDA_ERROR_INVALID_VALUE && dims_exceed_device(config->gridDim, config->blockDim))
-    return cudaev__ret(cudaErrorInvalidConfiguration);
   return cudaev__ret_cu(r);
 }
 
@@ -379,13 +374,12 @@ cudaError_t cudaFuncGetName(const char **name, const void *func) {
   CUDAEV_INIT_OR_RETURN();
   if (name == NULL) return cudaev__ret(cudaErrorInvalidValue);
   struct cudaev_kfunc *f = cudaev__kfunc_find(func);
-  if (f == NULL) return cudaev__ret(cudaErrorInvalidDeviceFunction);
-  if (f->name != NULL) {
+  if (f != NULL && f->name != NULL) {
     *name = f->name;
     return cudaSuccess;
   }
   CUkernel k;
-  cudaError_t e = cudaev__kfunc_kernel(f, &k);
+  cudaError_t e = cudaev__kernel_lookup(func, &k);
   if (e != cudaSuccess) return cudaev__ret(e);
   return cudaev__ret_cu(cudaev__drv.cuKernelGetName(name, k));
 }
@@ -403,8 +397,10 @@ cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *pa
 cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr) {
   CUDAEV_INIT_OR_RETURN();
   if (kernelPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* An entry address only: an unknown pointer is an invalid device
+   * function here, not a handle (as NVIDIA's runtime reports it). */
   CUkernel k;
-  cudaError_t e = cudaev__kernel_lookup(entryFuncAddr, &k);
+  cudaError_t e = cudaev__kernel_lookup_registered(entryFuncAddr, &k);
   if (e != cudaSuccess) return cudaev__ret(e);
   *kernelPtr = (cudaKernel_t)k;
   return cudaSuccess;
@@ -413,9 +409,14 @@ cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr) {
 cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr) {
   CUDAEV_CTX_OR_RETURN();
   if (functionPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  CUfunction fn;
-  cudaError_t e = cudaev__func_lookup(symbolPtr, &fn);
+  /* An entry address only, as for cudaGetKernel. */
+  CUkernel k;
+  cudaError_t e = cudaev__kernel_lookup_registered(symbolPtr, &k);
   if (e != cudaSuccess) return cudaev__ret(e);
+  CUfunction fn = NULL;
+  CUresult r = cudaev__drv.cuKernelGetFunction(&fn, k);
+  if (r == CUDA_ERROR_NOT_FOUND) return cudaev__ret(cudaErrorInvalidDeviceFunction);
+  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
   *functionPtr = (cudaFunction_t)fn;
   return cudaSuccess;
 }

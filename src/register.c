@@ -259,14 +259,34 @@ cudaError_t cudaev__kfunc_resolve(struct cudaev_kfunc *f, CUkernel *out) {
   return cudaSuccess;
 }
 
+/* A pointer the registry does not know is taken for a CUkernel of a
+ * library loaded outside the runtime (NVIDIA's runtime does the same): the
+ * driver, which validates CUkernel handles, decides. We never dereference
+ * it ourselves. */
+static cudaError_t kernel_foreign(const void *func, CUkernel *out) {
+  CUlibrary lib = NULL;
+  CUresult r = cudaev__drv.cuKernelGetLibrary(&lib, (CUkernel)func);
+  if (r != CUDA_SUCCESS) return cudaErrorInvalidResourceHandle;
+  *out = (CUkernel)func;
+  return cudaSuccess;
+}
+
 cudaError_t cudaev__kernel_lookup(const void *func, CUkernel *out) {
   struct cudaev_kfunc *f = cudaev__kfunc_find(func);
-  if (f == NULL) {
-    *out = NULL;
-    cudaError_t e = cudaev__init();
-    return e != cudaSuccess ? e : cudaErrorInvalidDeviceFunction;
-  }
-  return cudaev__kfunc_kernel(f, out);
+  if (CUDAEV_LIKELY(f != NULL)) return cudaev__kfunc_kernel(f, out);
+  *out = NULL;
+  cudaError_t e = cudaev__init();
+  if (e != cudaSuccess) return e;
+  if (func == NULL) return cudaErrorInvalidDeviceFunction;
+  return kernel_foreign(func, out);
+}
+
+cudaError_t cudaev__kernel_lookup_registered(const void *func, CUkernel *out) {
+  struct cudaev_kfunc *f = cudaev__kfunc_find(func);
+  if (f != NULL) return cudaev__kfunc_kernel(f, out);
+  *out = NULL;
+  cudaError_t e = cudaev__init();
+  return e != cudaSuccess ? e : cudaErrorInvalidDeviceFunction;
 }
 
 cudaError_t cudaev__func_lookup(const void *func, CUfunction *out) {

@@ -59,15 +59,27 @@ static inline cudaError_t cudaev__kfunc_kernel(struct cudaev_kfunc *f, CUkernel 
 }
 
 /* The CUkernel for `func` (host stub or cudaKernel_t cast to void*).
- * cudaErrorInvalidDeviceFunction for an unknown pointer, or the runtime's
- * initialisation error. Not recorded. */
+ * Initialises the runtime, needs no context. Errors (not recorded), as
+ * NVIDIA's runtime reports them:
+ *   NULL                                 -> cudaErrorInvalidDeviceFunction
+ *   a pointer the registry does not know -> taken for a CUkernel of a
+ *     library loaded outside the runtime and validated by the driver
+ *     (cuKernelGetLibrary): accepted as it is if the driver knows it, else
+ *     cudaErrorInvalidResourceHandle (a host function, an unregistered
+ *     stub, any other pointer; never dereferenced here)
+ *   a registered stub whose device function is missing -> cudaErrorInvalidDeviceFunction
+ *   or the runtime's initialisation error.
+ * For the calls that take a function's *entry address* only (cudaGetKernel,
+ * cudaGetFuncBySymbol), use cudaev__kernel_lookup_registered. */
 cudaError_t cudaev__kernel_lookup(const void *func, CUkernel *out);
 
-/* The CUfunction to launch for `func` in the current context: `func` is a
- * host stub registered through __cudaRegisterFunction, or a cudaKernel_t
- * (from cudaGetKernel / cudaLibraryGetKernel) cast to void*. Requires a
- * current context. Returns cudaErrorInvalidDeviceFunction for an unknown
- * pointer (not recorded as last error). */
+/* As cudaev__kernel_lookup, but only what the registry knows (registered
+ * stubs, their resolved CUkernels, adopted library kernels); any other
+ * pointer -> cudaErrorInvalidDeviceFunction. */
+cudaError_t cudaev__kernel_lookup_registered(const void *func, CUkernel *out);
+
+/* The CUfunction to launch for `func` in the current context: `func` as for
+ * cudaev__kernel_lookup (same errors). Requires a current context. */
 cudaError_t cudaev__func_lookup(const void *func, CUfunction *out);
 
 /* The device address and size of a registered __device__/__constant__/

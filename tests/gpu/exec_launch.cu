@@ -427,7 +427,8 @@ int main() {
   cl[1].id = cudaLaunchAttributeMemSyncDomain;
   cl[1].val.memSyncDomain = cudaLaunchMemSyncDomainRemote;
   T(cudaLaunchKernelExC(&cfg, (const void *)cluster_free, clargs));
-  TC(cudaLaunchKernelExC(NULL, (const void *)cluster_free, clargs));
+  /* NVIDIA's runtime dereferences a NULL config (it crashes). */
+  TREFUSE(cudaLaunchKernelExC(NULL, (const void *)cluster_free, clargs));
   TC(cudaLaunchKernelExC(&cfg, (const void *)host_function, clargs));
   T(cudaStreamSynchronize(st));
   CHECK(cudaMemcpy(hcl, iout, sizeof hcl, cudaMemcpyDeviceToHost));

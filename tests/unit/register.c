@@ -93,7 +93,8 @@ static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                             void **extra) {
   (void)params, (void)extra;
   if (launch_needs_ctx && fake_current == NULL) return CUDA_ERROR_INVALID_CONTEXT;
-  if (gx == 0 || bx == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0)
+    return CUDA_ERROR_INVALID_VALUE;
   if (bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
   if (smem > 48 * 1024) return CUDA_ERROR_INVALID_VALUE;
   launches++;
@@ -107,9 +108,29 @@ static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 static CUresult fake_launch_ex(const CUlaunchConfig *cfg, CUfunction f, void **params,
                                void **extra) {
   (void)params, (void)extra;
+  if (cfg->gridDimX == 0 || cfg->blockDimX == 0) return CUDA_ERROR_INVALID_VALUE;
   launch_ex_calls++;
   last_cfg = cfg;
   last_f = f;
+  return CUDA_SUCCESS;
+}
+/* The driver validates CUkernel handles: only those fake_get_kernel hands
+ * out are kernels. */
+static int get_libraries;
+static CUresult fake_kernel_get_library(CUlibrary *lib, CUkernel k) {
+  get_libraries++;
+  const char *p = (const char *)k;
+  if (p < kernel_space || p >= kernel_space + sizeof kernel_space) return CUDA_ERROR_INVALID_HANDLE;
+  *lib = (CUlibrary)&libs[(size_t)(p - kernel_space) / 256];
+  return CUDA_SUCCESS;
+}
+static CUresult fake_kernel_get_function(CUfunction *f, CUkernel k) {
+  *f = (CUfunction)k;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_kernel_get_name(const char **name, CUkernel k) {
+  (void)k;
+  *name = "foreign";
   return CUDA_SUCCESS;
 }
 static CUresult fake_dev_attr(int *v, CUdevice_attribute a, CUdevice d) {
@@ -157,6 +178,9 @@ static void setup(void) {
   t.cuLibraryUnload = fake_unload;
   t.cuLibraryGetKernel = fake_get_kernel;
   t.cuLaunchKernel = fake_launch;
+  t.cuKernelGetLibrary = fake_kernel_get_library;
+  t.cuKernelGetFunction = fake_kernel_get_function;
+  t.cuKernelGetName = fake_kernel_get_name;
   t.cuLaunchKernelEx = fake_launch_ex;
   t.cuDeviceGetAttribute = fake_dev_attr;
   t.cuLibraryGetManaged = fake_get_managed;
@@ -282,11 +306,12 @@ Test(register_, same_stub_from_two_translation_units) {
                "the other translation unit's copy takes over");
   cr_expect_eq(libs[loads - 1].image, image_b);
   cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, NULL),
-               cudaErrorInvalidDeviceFunction, "k1 only lived in the unregistered one");
+               cudaErrorInvalidResourceHandle,
+               "k1 only lived in the unregistered one: now an unknown pointer");
   __cudaUnregisterFatBinary(b);
   cr_expect_eq(cudaLaunchKernel(&stub_tmpl, one, one, NULL, 0, NULL),
-               cudaErrorInvalidDeviceFunction);
-  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
 }
 
 Test(register_, unregister_without_load_calls_no_driver) {
@@ -325,17 +350,61 @@ Test(register_, many_translation_units) {
 
 /* ---- launch errors ---------------------------------------------------------- */
 
-Test(register_, unknown_function_is_invalid_device_function) {
+/* NVIDIA's runtime takes a pointer it does not know for a cudaKernel_t and
+ * lets the driver validate it: an unregistered host function is an invalid
+ * resource handle, NULL an invalid device function. */
+Test(register_, unknown_function_is_invalid_resource_handle) {
   register_a();
   cr_expect_eq(cudaLaunchKernel(&stub_unknown, one, one, NULL, 0, NULL),
-               cudaErrorInvalidDeviceFunction);
-  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_gt(get_libraries, 0, "the driver was asked to validate it");
+  cr_expect_eq(cudaLaunchCooperativeKernel(&stub_unknown, one, one, NULL, 0, NULL),
+               cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaLaunchKernel(NULL, one, one, NULL, 0, NULL), cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
   cudaKernel_t h = (cudaKernel_t)0x1;
   cr_expect_eq(__cudaGetKernel(&h, &stub_unknown), cudaErrorInvalidDeviceFunction);
   cr_expect_eq((void *)h, (void *)&stub_unknown, "the handle is written before failing");
+  cr_expect_eq(__cudaLaunchKernel(h, one, one, NULL, 0, NULL), cudaErrorInvalidResourceHandle);
   cr_expect_eq(__cudaGetKernel(NULL, &stub_k1), cudaErrorInvalidValue);
+  /* The other calls that take a function or a kernel follow the same rule. */
+  struct cudaFuncAttributes fa;
+  const char *name = NULL;
+  size_t off, sz;
+  int blocks;
+  cr_expect_eq(cudaFuncGetAttributes(&fa, &stub_unknown), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaFuncGetName(&name, &stub_unknown), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaFuncGetParamInfo(&stub_unknown, 0, &off, &sz), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaFuncSetCacheConfig(&stub_unknown, cudaFuncCachePreferL1),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, &stub_unknown, 128, 0),
+               cudaErrorInvalidResourceHandle);
+  cudaLaunchConfig_t cfg = {.gridDim = {1, 1, 1}, .blockDim = {1, 1, 1}};
+  cr_expect_eq(cudaLaunchKernelExC(&cfg, &stub_unknown, NULL), cudaErrorInvalidResourceHandle);
+  /* ... except those that take an entry address only. */
+  cudaKernel_t kern;
+  cudaFunction_t fn;
+  cr_expect_eq(cudaGetKernel(&kern, &stub_unknown), cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaGetFuncBySymbol(&fn, &stub_unknown), cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
   cr_expect_eq(launches, 0);
+}
+
+/* A CUkernel of a library loaded through the driver API, which the runtime
+ * never saw: the driver knows it, so it launches. */
+Test(register_, foreign_cukernel_launches) {
+  register_a();
+  const void *foreign = &kernel_space[3 * 256 + 17];
+  cr_assert_eq(cudaLaunchKernel(foreign, one, one, NULL, 0, NULL), cudaSuccess);
+  cr_expect_eq((const void *)last_f, foreign);
+  const char *name = NULL;
+  cr_expect_eq(cudaFuncGetName(&name, foreign), cudaSuccess);
+  cr_expect_str_eq(name, "foreign");
+  CUkernel k;
+  cr_expect_eq(cudaev__kernel_lookup(foreign, &k), cudaSuccess);
+  cr_expect_eq((const void *)k, foreign);
+  cr_expect_eq(cudaev__kernel_lookup_registered(foreign, &k), cudaErrorInvalidDeviceFunction);
 }
 
 Test(register_, missing_device_function_is_invalid_device_function) {
@@ -345,19 +414,35 @@ Test(register_, missing_device_function_is_invalid_device_function) {
                cudaErrorInvalidDeviceFunction);
 }
 
-Test(register_, bad_configuration) {
+/* NVIDIA's runtime (CUDA 13) leaves the dimensions to the driver: every
+ * bad configuration is cudaErrorInvalidValue, and an unknown function's
+ * error comes first. */
+Test(register_, bad_configuration_is_invalid_value) {
   register_a();
   cr_expect_eq(cudaLaunchKernel(&stub_k1, (dim3){0, 1, 1}, one, NULL, 0, NULL),
-               cudaErrorInvalidConfiguration);
-  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidConfiguration);
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
   cr_expect_eq(cudaLaunchKernel(&stub_k1, one, (dim3){1, 1, 0}, NULL, 0, NULL),
-               cudaErrorInvalidConfiguration);
+               cudaErrorInvalidValue);
   cr_expect_eq(cudaLaunchKernel(&stub_k1, one, (dim3){2048, 1, 1}, NULL, 0, NULL),
-               cudaErrorInvalidConfiguration, "block over the device's limit");
+               cudaErrorInvalidValue, "block over the device's limit");
   cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 64 * 1024, NULL),
                cudaErrorInvalidValue, "too much shared memory");
   cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, (size_t)1 << 33, NULL),
                cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+  cr_expect_eq(cudaLaunchKernel(&stub_unknown, (dim3){0, 1, 1}, one, NULL, 0, NULL),
+               cudaErrorInvalidResourceHandle, "the function is checked first");
+  cr_expect_eq(cudaLaunchKernel(NULL, one, one, NULL, (size_t)1 << 33, NULL),
+               cudaErrorInvalidDeviceFunction);
+  cudaKernel_t h;
+  cr_assert_eq(__cudaGetKernel(&h, &stub_k2), cudaSuccess);
+  cr_expect_eq(__cudaLaunchKernel(h, (dim3){1, 0, 1}, one, NULL, 0, NULL), cudaErrorInvalidValue,
+               "first launch (kernel not loaded yet)");
+  cr_expect_eq(__cudaLaunchKernel(h, one, (dim3){1, 1, 0}, NULL, 0, NULL), cudaErrorInvalidValue,
+               "fast path");
+  cr_expect_eq(__cudaLaunchKernel(h, one, one, NULL, (size_t)1 << 33, NULL),
+               cudaErrorInvalidValue, "fast path, shared memory over 32 bits");
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
   cr_expect_eq(launches, 0);
 }
@@ -377,9 +462,10 @@ Test(register_, launch_ex_passes_attributes_through) {
   cr_assert_eq(cudaLaunchKernelExC(&cfg, &stub_k1, NULL), cudaSuccess);
   cr_expect_eq(launch_ex_calls, 1);
   cr_expect_eq(cudaLaunchKernelExC(NULL, &stub_k1, NULL), cudaErrorInvalidValue);
-  cr_expect_eq(cudaLaunchKernelExC(&cfg, &stub_unknown, NULL), cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaLaunchKernelExC(&cfg, &stub_unknown, NULL), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaLaunchKernelExC(&cfg, NULL, NULL), cudaErrorInvalidDeviceFunction);
   cfg.gridDim.x = 0;
-  cr_expect_eq(cudaLaunchKernelExC(&cfg, &stub_k1, NULL), cudaErrorInvalidConfiguration);
+  cr_expect_eq(cudaLaunchKernelExC(&cfg, &stub_k1, NULL), cudaErrorInvalidValue);
 }
 
 /* ---- variables -------------------------------------------------------------- */
