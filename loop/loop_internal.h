@@ -24,7 +24,7 @@
 
 /* ---- allocation (loop/alloc.c) ------------------------------------------ */
 
-/* Allocation of loop objects from a private jemalloc arena (plain
+/* Allocation of loop objects from per-thread free lists (plain
  * malloc/free under sanitizers, so they see every object). Returns NULL on
  * out-of-memory. Thread: any. */
 void *cudaev__alloc(size_t size);
