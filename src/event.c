@@ -3,12 +3,17 @@
  *
  * cudaEvent_t is the driver's CUevent and every function passes it
  * through: the driver's answers for events never recorded, not complete,
- * created with cudaEventDisableTiming or destroyed are the runtime's
+ * or created with cudaEventDisableTiming are the runtime's
  * (CUDA_ERROR_INVALID_HANDLE = cudaErrorInvalidResourceHandle,
- * CUDA_ERROR_NOT_READY = cudaErrorNotReady). The IPC event handles live in
- * the device section (cudaIpcGetEventHandle / cudaIpcOpenEventHandle).
+ * CUDA_ERROR_NOT_READY = cudaErrorNotReady). Destroyed events (and
+ * streams) crash the driver: those destroyed through this runtime are
+ * refused with cudaErrorInvalidResourceHandle before it (stream.h). The
+ * IPC event handles live in the device section (cudaIpcGetEventHandle /
+ * cudaIpcOpenEventHandle).
  */
 #include "internal.h"
+
+#include "stream.h"
 
 _Static_assert(cudaEventBlockingSync == CU_EVENT_BLOCKING_SYNC, "event flags");
 _Static_assert(cudaEventDisableTiming == CU_EVENT_DISABLE_TIMING, "event flags");
@@ -17,9 +22,24 @@ _Static_assert(cudaEventRecordExternal == CU_EVENT_RECORD_EXTERNAL, "record flag
 
 #define EVENT_FLAGS_VALID (cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess)
 
+/* Refuses a handle destroyed through this runtime (a NULL event is left to
+ * the driver, which refuses it). */
+#define LIVE_OR_RETURN(h)                                                          \
+  do {                                                                             \
+    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(h))))                   \
+      return cudaev__ret(cudaErrorInvalidResourceHandle);                          \
+  } while (0)
+
+/* The new event may have the address of a stream or event destroyed
+ * earlier: it is live again. */
+static cudaError_t created(CUresult r, cudaEvent_t *e) {
+  if (r == CUDA_SUCCESS) cudaev__handle_revive(*e);
+  return cudaev__ret_cu(r);
+}
+
 cudaError_t cudaEventCreate(cudaEvent_t *event) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuEventCreate((CUevent *)event, CU_EVENT_DEFAULT));
+  return created(cudaev__drv.cuEventCreate((CUevent *)event, CU_EVENT_DEFAULT), event);
 }
 
 /* Unknown flags, and cudaEventInterprocess without cudaEventDisableTiming,
@@ -29,13 +49,15 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
   if (event == NULL || (flags & ~(unsigned)EVENT_FLAGS_VALID) != 0 ||
       ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)))
     return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(cudaev__drv.cuEventCreate((CUevent *)event, flags));
+  return created(cudaev__drv.cuEventCreate((CUevent *)event, flags), event);
 }
 
 /* Hot path: no lock, no allocation, one driver call after the context
- * check. */
+ * check and two atomic loads (destroyed event, destroyed stream). */
 static inline cudaError_t record_impl(cudaEvent_t e, cudaStream_t s, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  LIVE_OR_RETURN(e);
+  LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuEventRecord((CUevent)e, cudaev__stream(s, pt)));
 }
 CUDAEV_DECLARE_VARIANT(cudaEventRecord, _ptsz);
@@ -49,6 +71,8 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
 static inline cudaError_t record_flags_impl(cudaEvent_t e, cudaStream_t s, unsigned flags,
                                             bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  LIVE_OR_RETURN(e);
+  LIVE_OR_RETURN(s);
   return cudaev__ret_cu(
       cudaev__drv.cuEventRecordWithFlags((CUevent)e, cudaev__stream(s, pt), flags));
 }
@@ -63,17 +87,25 @@ cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   CUDAEV_CTX_OR_RETURN();
+  LIVE_OR_RETURN(event);
   return cudaev__ret_cu(cudaev__drv.cuEventQuery((CUevent)event));
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   CUDAEV_CTX_OR_RETURN();
+  LIVE_OR_RETURN(event);
   return cudaev__ret_cu(cudaev__drv.cuEventSynchronize((CUevent)event));
 }
 
+/* Buried before the driver frees it (stream.h says why); a second destroy
+ * is refused instead of reaching the driver. */
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuEventDestroy((CUevent)event));
+  LIVE_OR_RETURN(event);
+  cudaev__handle_bury(event);
+  CUresult r = cudaev__drv.cuEventDestroy((CUevent)event);
+  if (r != CUDA_SUCCESS) cudaev__handle_revive(event);
+  return cudaev__ret_cu(r);
 }
 
 /* CUDA 13's cuEventElapsedTime (v2) has the runtime's error rules: never
@@ -82,5 +114,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
   CUDAEV_CTX_OR_RETURN();
   if (ms == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  LIVE_OR_RETURN(start);
+  LIVE_OR_RETURN(end);
   return cudaev__ret_cu(cudaev__drv.cuEventElapsedTime(ms, (CUevent)start, (CUevent)end));
 }

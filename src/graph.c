@@ -4,7 +4,8 @@
  * cudaGraph_t, cudaGraphNode_t, cudaGraphExec_t and cudaUserObject_t are
  * the driver's handles and most functions pass them through. Parameter
  * structures are converted where the runtime's differ from the driver's:
- * kernel nodes name a host stub (cudaev__kernel_lookup gives the CUkernel),
+ * kernel nodes name a host stub or a CUkernel (cudaev__kernel_lookup gives
+ * the CUkernel, with NVIDIA's errors for unknown pointers),
  * memcpy nodes use cudaMemcpy3DParms (positions and widths in elements,
  * a cudaMemcpyKind) where the driver takes CUDA_MEMCPY3D (bytes, memory
  * types), memset/memcpy/conditional nodes take the current context. The
@@ -66,6 +67,17 @@ _Static_assert(offsetof(struct cudaMemsetParamsV2, height) ==
   do {                                   \
     CUDAEV_CTX_OR_RETURN();              \
     return cudaev__ret_cu(expr);         \
+  } while (0)
+
+/* Same, for a call naming an event or stream: one destroyed through this
+ * runtime is refused before the driver, which would crash on it
+ * (stream.h). */
+#define GRAPH_CALL_LIVE(h, expr)                                                   \
+  do {                                                                             \
+    CUDAEV_CTX_OR_RETURN();                                                        \
+    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(h))))                   \
+      return cudaev__ret(cudaErrorInvalidResourceHandle);                          \
+    return cudaev__ret_cu(expr);                                                   \
   } while (0)
 
 static CUcontext current_ctx(void) {
@@ -769,7 +781,7 @@ cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGraphExec, cud
 cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                         const cudaGraphNode_t *pDependencies,
                                         size_t numDependencies, cudaEvent_t event) {
-  GRAPH_CALL(cudaev__drv.cuGraphAddEventRecordNode(NODE_ARGS, (CUevent)event));
+  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphAddEventRecordNode(NODE_ARGS, (CUevent)event));
 }
 
 cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *event_out) {
@@ -777,19 +789,19 @@ cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *
 }
 
 cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
-  GRAPH_CALL(cudaev__drv.cuGraphEventRecordNodeSetEvent((CUgraphNode)node, (CUevent)event));
+  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphEventRecordNodeSetEvent((CUgraphNode)node, (CUevent)event));
 }
 
 cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
                                                  cudaEvent_t event) {
-  GRAPH_CALL(cudaev__drv.cuGraphExecEventRecordNodeSetEvent((CUgraphExec)hGraphExec,
+  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphExecEventRecordNodeSetEvent((CUgraphExec)hGraphExec,
                                                             (CUgraphNode)hNode, (CUevent)event));
 }
 
 cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                       const cudaGraphNode_t *pDependencies, size_t numDependencies,
                                       cudaEvent_t event) {
-  GRAPH_CALL(cudaev__drv.cuGraphAddEventWaitNode(NODE_ARGS, (CUevent)event));
+  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphAddEventWaitNode(NODE_ARGS, (CUevent)event));
 }
 
 cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *event_out) {
@@ -797,12 +809,12 @@ cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *ev
 }
 
 cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
-  GRAPH_CALL(cudaev__drv.cuGraphEventWaitNodeSetEvent((CUgraphNode)node, (CUevent)event));
+  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphEventWaitNodeSetEvent((CUgraphNode)node, (CUevent)event));
 }
 
 cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
                                                cudaEvent_t event) {
-  GRAPH_CALL(cudaev__drv.cuGraphExecEventWaitNodeSetEvent((CUgraphExec)hGraphExec,
+  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphExecEventWaitNodeSetEvent((CUgraphExec)hGraphExec,
                                                           (CUgraphNode)hNode, (CUevent)event));
 }
 
@@ -957,7 +969,7 @@ cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t 
 }
 
 static cudaError_t launch_impl(cudaGraphExec_t exec, cudaStream_t s, bool pt) {
-  GRAPH_CALL(cudaev__drv.cuGraphLaunch((CUgraphExec)exec, cudaev__stream(s, pt)));
+  GRAPH_CALL_LIVE(s, cudaev__drv.cuGraphLaunch((CUgraphExec)exec, cudaev__stream(s, pt)));
 }
 CUDAEV_DECLARE_VARIANT(cudaGraphLaunch, _ptsz);
 cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
@@ -968,7 +980,7 @@ cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
 }
 
 static cudaError_t upload_impl(cudaGraphExec_t exec, cudaStream_t s, bool pt) {
-  GRAPH_CALL(cudaev__drv.cuGraphUpload((CUgraphExec)exec, cudaev__stream(s, pt)));
+  GRAPH_CALL_LIVE(s, cudaev__drv.cuGraphUpload((CUgraphExec)exec, cudaev__stream(s, pt)));
 }
 CUDAEV_DECLARE_VARIANT(cudaGraphUpload, _ptsz);
 cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream) {

@@ -5,9 +5,11 @@
  * through, so the driver applies its own rules for the NULL stream (the
  * legacy default stream, with its implicit synchronisation with blocking
  * streams), cudaStreamLegacy (CU_STREAM_LEGACY), cudaStreamPerThread
- * (CU_STREAM_PER_THREAD), priorities (clamped to the device's range) and
- * destroyed handles. The _ptsz exports are the same functions with a NULL
- * stream meaning the per-thread default stream (cudaev__stream()).
+ * (CU_STREAM_PER_THREAD) and priorities (clamped to the device's range).
+ * Streams and events destroyed through this runtime are refused before
+ * the driver sees them (stream.h: the driver would crash on them). The
+ * _ptsz exports are the same functions with a NULL stream meaning the
+ * per-thread default stream (cudaev__stream()).
  */
 #include "internal.h"
 
@@ -58,29 +60,66 @@ bool cudaev__attr_value_from_cu(cudaLaunchAttributeID id, const CUlaunchAttribut
   return true;
 }
 
+/* ---- destroyed handles --------------------------------------------------- */
+
+_Atomic(uintptr_t) cudaev__graves[1u << CUDAEV_GRAVE_BITS];
+
+void cudaev__handle_bury(const void *h) {
+  uintptr_t p = (uintptr_t)h;
+  if (p > (uintptr_t)CU_STREAM_PER_THREAD)
+    atomic_store_explicit(&cudaev__graves[cudaev__grave_slot(p)], p, memory_order_release);
+}
+
+void cudaev__handle_revive(const void *h) {
+  uintptr_t p = (uintptr_t)h;
+  if (p <= (uintptr_t)CU_STREAM_PER_THREAD) return;
+  uintptr_t expect = p;
+  atomic_compare_exchange_strong_explicit(&cudaev__graves[cudaev__grave_slot(p)], &expect, 0,
+                                          memory_order_acq_rel, memory_order_relaxed);
+}
+
+/* A destroyed stream is refused before it reaches the driver (stream.h). */
+#define STREAM_LIVE_OR_RETURN(s)                                                   \
+  do {                                                                             \
+    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(s))))                   \
+      return cudaev__ret(cudaErrorInvalidResourceHandle);                          \
+  } while (0)
+
 /* ---- creation, destruction ---------------------------------------------- */
+
+/* The new handle may reuse the address of a stream or event destroyed
+ * earlier: it is live again. */
+static cudaError_t created(CUresult r, cudaStream_t *s) {
+  if (r == CUDA_SUCCESS) cudaev__handle_revive(*s);
+  return cudaev__ret_cu(r);
+}
 
 cudaError_t cudaStreamCreate(cudaStream_t *pStream) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuStreamCreate((CUstream *)pStream, CU_STREAM_DEFAULT));
+  return created(cudaev__drv.cuStreamCreate((CUstream *)pStream, CU_STREAM_DEFAULT), pStream);
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuStreamCreate((CUstream *)pStream, flags));
+  return created(cudaev__drv.cuStreamCreate((CUstream *)pStream, flags), pStream);
 }
 
 /* The driver clamps the priority into the device's range, as the runtime
  * documents. */
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(
-      cudaev__drv.cuStreamCreateWithPriority((CUstream *)pStream, flags, priority));
+  return created(cudaev__drv.cuStreamCreateWithPriority((CUstream *)pStream, flags, priority),
+                 pStream);
 }
 
+/* A second destroy is refused instead of reaching the driver. */
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuStreamDestroy((CUstream)stream));
+  STREAM_LIVE_OR_RETURN(stream);
+  cudaev__handle_bury(stream);
+  CUresult r = cudaev__drv.cuStreamDestroy((CUstream)stream);
+  if (r != CUDA_SUCCESS) cudaev__handle_revive(stream);
+  return cudaev__ret_cu(r);
 }
 
 /* ---- per-stream functions with a _ptsz twin ------------------------------ */
@@ -89,6 +128,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
  * export and its _ptsz twin call it. */
 static inline cudaError_t query_impl(cudaStream_t s, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamQuery(cudaev__stream(s, pt)));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamQuery, _ptsz);
@@ -97,6 +137,7 @@ cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) { return query_impl(stream
 
 static inline cudaError_t sync_impl(cudaStream_t s, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamSynchronize(cudaev__stream(s, pt)));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamSynchronize, _ptsz);
@@ -105,6 +146,8 @@ cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) { return sync_impl(s
 
 static inline cudaError_t wait_event_impl(cudaStream_t s, cudaEvent_t e, unsigned flags, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
+  STREAM_LIVE_OR_RETURN(e);
   return cudaev__ret_cu(cudaev__drv.cuStreamWaitEvent(cudaev__stream(s, pt), (CUevent)e, flags));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamWaitEvent, _ptsz);
@@ -117,6 +160,7 @@ cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, uns
 
 static cudaError_t get_flags_impl(cudaStream_t s, unsigned *flags, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamGetFlags(cudaev__stream(s, pt), flags));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamGetFlags, _ptsz);
@@ -129,6 +173,7 @@ cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int *flags) {
 
 static cudaError_t get_priority_impl(cudaStream_t s, int *priority, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamGetPriority(cudaev__stream(s, pt), priority));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamGetPriority, _ptsz);
@@ -141,6 +186,7 @@ cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority) {
 
 static cudaError_t get_id_impl(cudaStream_t s, unsigned long long *id, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamGetId(cudaev__stream(s, pt), id));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamGetId, _ptsz);
@@ -154,6 +200,7 @@ cudaError_t cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long *strea
 /* The driver answers with a CUdevice; the runtime reports the ordinal. */
 static cudaError_t get_device_impl(cudaStream_t s, int *device, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   if (device == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUdevice d;
   CUresult r = cudaev__drv.cuStreamGetDevice(cudaev__stream(s, pt), &d);
@@ -176,6 +223,8 @@ cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int *device) {
 
 static cudaError_t copy_attributes_impl(cudaStream_t dst, cudaStream_t src, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(dst);
+  STREAM_LIVE_OR_RETURN(src);
   return cudaev__ret_cu(
       cudaev__drv.cuStreamCopyAttributes(cudaev__stream(dst, pt), cudaev__stream(src, pt)));
 }
@@ -190,6 +239,7 @@ cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
 static cudaError_t get_attribute_impl(cudaStream_t s, cudaStreamAttrID attr,
                                       cudaStreamAttrValue *value_out, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   if (value_out == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUlaunchAttributeValue v;
   memset(&v, 0, sizeof v);
@@ -211,6 +261,7 @@ cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t hStream, cudaStreamAttrID a
 static cudaError_t set_attribute_impl(cudaStream_t s, cudaStreamAttrID attr,
                                       const cudaStreamAttrValue *value, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   CUlaunchAttributeValue v;
   if (!cudaev__attr_value_to_cu(attr, value, &v)) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(
@@ -229,6 +280,7 @@ cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t hStream, cudaStreamAttrID a
 static cudaError_t attach_impl(cudaStream_t s, void *devPtr, size_t length, unsigned flags,
                                bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamAttachMemAsync(cudaev__stream(s, pt),
                                                            (CUdeviceptr)devPtr, length, flags));
 }
@@ -260,6 +312,7 @@ void CUDA_CB cudaev__stream_callback_trampoline(CUstream s, CUresult status, voi
 static cudaError_t add_callback_impl(cudaStream_t s, cudaStreamCallback_t cb, void *user,
                                      unsigned flags, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   if (cb == NULL || flags != 0) return cudaev__ret(cudaErrorInvalidValue);
   struct cudaev_stream_callback *rec = malloc(sizeof *rec);
   if (rec == NULL) return cudaev__ret(cudaErrorMemoryAllocation);
@@ -287,6 +340,7 @@ cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t
 /* cudaHostFn_t and CUhostFn are the same type: no record needed. */
 static cudaError_t host_func_impl(cudaStream_t s, cudaHostFn_t fn, void *user, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuLaunchHostFunc(cudaev__stream(s, pt), fn, user));
 }
 CUDAEV_DECLARE_VARIANT(cudaLaunchHostFunc, _ptsz);
@@ -301,6 +355,7 @@ cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *
 
 static cudaError_t begin_capture_impl(cudaStream_t s, enum cudaStreamCaptureMode mode, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(
       cudaev__drv.cuStreamBeginCapture(cudaev__stream(s, pt), (CUstreamCaptureMode)mode));
 }
@@ -317,6 +372,7 @@ static cudaError_t begin_capture_to_graph_impl(cudaStream_t s, cudaGraph_t g,
                                                const cudaGraphEdgeData *data, size_t n,
                                                enum cudaStreamCaptureMode mode, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamBeginCaptureToGraph(
       cudaev__stream(s, pt), (CUgraph)g, (const CUgraphNode *)deps, (const CUgraphEdgeData *)data,
       n, (CUstreamCaptureMode)mode));
@@ -340,6 +396,7 @@ cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t 
 
 static cudaError_t end_capture_impl(cudaStream_t s, cudaGraph_t *g, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamEndCapture(cudaev__stream(s, pt), (CUgraph *)g));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamEndCapture, _ptsz);
@@ -352,6 +409,7 @@ cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph) 
 
 static cudaError_t is_capturing_impl(cudaStream_t s, enum cudaStreamCaptureStatus *st, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(
       cudaev__drv.cuStreamIsCapturing(cudaev__stream(s, pt), (CUstreamCaptureStatus *)st));
 }
@@ -369,6 +427,7 @@ static cudaError_t capture_info_impl(cudaStream_t s, enum cudaStreamCaptureStatu
                                      const cudaGraphNode_t **deps, const cudaGraphEdgeData **data,
                                      size_t *n, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamGetCaptureInfo(
       cudaev__stream(s, pt), (CUstreamCaptureStatus *)st, (cuuint64_t *)id, (CUgraph *)g,
       (const CUgraphNode **)deps, (const CUgraphEdgeData **)data, n));
@@ -397,6 +456,7 @@ static cudaError_t update_deps_impl(cudaStream_t s, cudaGraphNode_t *deps,
                                     const cudaGraphEdgeData *data, size_t n, unsigned flags,
                                     bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  STREAM_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamUpdateCaptureDependencies(
       cudaev__stream(s, pt), (CUgraphNode *)deps, (const CUgraphEdgeData *)data, n, flags));
 }
@@ -416,6 +476,8 @@ cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream,
 /* Thread-local capture mode of the driver; needs no context. */
 cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
   CUDAEV_INIT_OR_RETURN();
+  /* The driver dereferences a NULL mode (crashes); refused before it. */
+  if (mode == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuThreadExchangeStreamCaptureMode((CUstreamCaptureMode *)mode));
 }
 

@@ -96,3 +96,76 @@ Test(event, elapsed_time_errors) {
   cr_expect_eq(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
   cr_expect_float_eq(ms, 1.5f, 1e-6);
 }
+
+static int event_driver_calls;
+static CUresult event_destroy_result;
+static CUresult fake_event_destroy(CUevent e) {
+  (void)e;
+  event_driver_calls++;
+  return event_destroy_result;
+}
+static CUresult fake_event_query(CUevent e) {
+  (void)e;
+  event_driver_calls++;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_stream_create(CUstream *s, unsigned flags) {
+  (void)flags;
+  *s = (CUstream)(uintptr_t)0xe0; /* the address of the fake's event */
+  return CUDA_SUCCESS;
+}
+
+/* The driver crashes on a destroyed event (NVIDIA's runtime with it); ours
+ * refuses the events it destroyed, everywhere an event is taken, until the
+ * driver hands the address out again (as an event or a stream). */
+Test(event, destroyed_events_are_refused_before_the_driver) {
+  static struct cudaev_driver fake;
+  fake_driver_base(&fake);
+  fake.cuEventCreate = fake_event_create;
+  fake.cuEventRecord = fake_record;
+  fake.cuEventRecordWithFlags = fake_record_flags;
+  fake.cuEventElapsedTime = fake_elapsed;
+  fake.cuEventDestroy = fake_event_destroy;
+  fake.cuEventQuery = fake_event_query;
+  fake.cuEventSynchronize = fake_event_query;
+  fake.cuStreamCreate = fake_stream_create;
+  cudaev__driver_install(&fake, 13000);
+
+  cudaEvent_t e = NULL;
+  float ms = 0;
+  cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
+  cr_assert_eq(cudaEventDestroy(e), cudaSuccess);
+  event_driver_calls = 0;
+  recorded_on = (CUstream)(uintptr_t)0x77;
+  cr_expect_eq(cudaEventQuery(e), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaEventSynchronize(e), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaEventRecord(e, NULL), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaEventRecordWithFlags(e, NULL, 0), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaEventElapsedTime(&ms, e, e), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaEventElapsedTime(NULL, e, e), cudaErrorInvalidValue);
+  cr_expect_eq(cudaStreamWaitEvent(NULL, e, 0), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaEventDestroy(e), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(event_driver_calls, 0);
+  cr_expect_eq(recorded_on, (CUstream)(uintptr_t)0x77);
+
+  /* Created again at the same address: live. */
+  cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
+  cr_expect_eq(cudaEventQuery(e), cudaSuccess);
+  cr_expect_eq(cudaEventRecord(e, NULL), cudaSuccess);
+  cr_expect_eq(event_driver_calls, 1);
+
+  /* A destroy the driver refuses leaves the event live. */
+  event_destroy_result = CUDA_ERROR_INVALID_VALUE;
+  cr_expect_eq(cudaEventDestroy(e), cudaErrorInvalidValue);
+  cr_expect_eq(cudaEventQuery(e), cudaSuccess);
+
+  /* The address of a destroyed event handed out as a stream: live. */
+  event_destroy_result = CUDA_SUCCESS;
+  cr_assert_eq(cudaEventDestroy(e), cudaSuccess);
+  cudaStream_t s = NULL;
+  cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+  cr_expect_eq((void *)s, (void *)e);
+  cr_expect_eq(cudaEventRecord((cudaEvent_t)(uintptr_t)0xe1, s), cudaSuccess);
+  cr_expect_eq(recorded_on, (CUstream)s);
+}

@@ -1,6 +1,7 @@
 /* Graph Management on a fake driver: the cudaMemcpy3DParms -> CUDA_MEMCPY3D
  * conversion of memcpy nodes, kinds and their checks, kernel nodes with an
- * unknown function, instantiate parameters with the per-thread stream. */
+ * unknown function, instantiate parameters with the per-thread stream,
+ * destroyed streams and events. */
 #include <criterion/criterion.h>
 
 #include "fake_driver.h"
@@ -121,8 +122,37 @@ Test(graph, memcpy_node_argument_errors) {
 
 static void not_a_kernel(void) {}
 
+/* The driver knows one CUkernel, 0x4e0 (a kernel of a library loaded
+ * through the driver API); every other handle is invalid. */
+#define FOREIGN_KERNEL ((CUkernel)(uintptr_t)0x4e0)
+static CUresult fake_kernel_get_library(CUlibrary *lib, CUkernel k) {
+  if (k != FOREIGN_KERNEL) return CUDA_ERROR_INVALID_HANDLE;
+  *lib = (CUlibrary)(uintptr_t)0x11b;
+  return CUDA_SUCCESS;
+}
+static CUDA_KERNEL_NODE_PARAMS seen_kernel;
+static CUresult fake_add_kernel(CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t nd,
+                                const CUDA_KERNEL_NODE_PARAMS *p) {
+  (void)g;
+  (void)deps;
+  (void)nd;
+  adds++;
+  seen_kernel = *p;
+  *n = (CUgraphNode)(uintptr_t)0x901;
+  return CUDA_SUCCESS;
+}
+
+/* As NVIDIA's runtime: a pointer the registry does not know is taken for a
+ * CUkernel and the driver decides (a host function ->
+ * cudaErrorInvalidResourceHandle, as measured on NVIDIA's); NULL is
+ * cudaErrorInvalidDeviceFunction. Nothing reaches cuGraphAddKernelNode
+ * unless the driver knows the kernel. */
 Test(graph, kernel_node_with_an_unregistered_function) {
-  install();
+  static struct cudaev_driver fake;
+  fake_driver_base(&fake);
+  fake.cuKernelGetLibrary = fake_kernel_get_library;
+  fake.cuGraphAddKernelNode = fake_add_kernel;
+  cudaev__driver_install(&fake, 13000);
   struct cudaKernelNodeParams k;
   memset(&k, 0, sizeof k);
   k.func = (void *)not_a_kernel;
@@ -130,9 +160,80 @@ Test(graph, kernel_node_with_an_unregistered_function) {
   k.blockDim = (dim3){1, 1, 1};
   cudaGraphNode_t n;
   cr_expect_eq(cudaGraphAddKernelNode(&n, (cudaGraph_t)0x1, NULL, 0, &k),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  k.func = NULL;
+  cr_expect_eq(cudaGraphAddKernelNode(&n, (cudaGraph_t)0x1, NULL, 0, &k),
                cudaErrorInvalidDeviceFunction);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
   cr_expect_eq(cudaGraphAddKernelNode(&n, (cudaGraph_t)0x1, NULL, 0, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(adds, 0);
+
+  k.func = (void *)FOREIGN_KERNEL;
+  cr_expect_eq(cudaGraphAddKernelNode(&n, (cudaGraph_t)0x1, NULL, 0, &k), cudaSuccess);
+  cr_expect_eq(adds, 1);
+  cr_expect_eq(seen_kernel.kern, FOREIGN_KERNEL);
+  cr_expect_eq(seen_kernel.func, NULL);
+}
+
+static CUresult fake_graph_launch(CUgraphExec e, CUstream s) {
+  (void)e;
+  (void)s;
+  adds++;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_stream_create(CUstream *s, unsigned flags) {
+  (void)flags;
+  *s = (CUstream)(uintptr_t)0x5000;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_stream_destroy(CUstream s) {
+  (void)s;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_event_destroy(CUevent e) {
+  (void)e;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_add_event_node(CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t nd,
+                                    CUevent e) {
+  (void)g;
+  (void)deps;
+  (void)nd;
+  (void)e;
+  adds++;
+  *n = (CUgraphNode)(uintptr_t)0x902;
+  return CUDA_SUCCESS;
+}
+
+/* Graph calls naming a stream or event destroyed through the runtime are
+ * refused before the driver, which would crash on them. */
+Test(graph, destroyed_streams_and_events_are_refused) {
+  static struct cudaev_driver fake;
+  fake_driver_base(&fake);
+  fake.cuGraphLaunch = fake_graph_launch;
+  fake.cuStreamCreate = fake_stream_create;
+  fake.cuStreamDestroy = fake_stream_destroy;
+  fake.cuEventDestroy = fake_event_destroy;
+  fake.cuGraphAddEventRecordNode = fake_add_event_node;
+  fake.cuGraphAddEventWaitNode = fake_add_event_node;
+  cudaev__driver_install(&fake, 13000);
+  cudaStream_t s;
+  cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+  cr_expect_eq(cudaGraphLaunch((cudaGraphExec_t)0xe, s), cudaSuccess);
+  cr_assert_eq(cudaStreamDestroy(s), cudaSuccess);
+  cr_expect_eq(cudaGraphLaunch((cudaGraphExec_t)0xe, s), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(adds, 1);
+  cudaEvent_t e = (cudaEvent_t)(uintptr_t)0xe00;
+  cudaGraphNode_t n;
+  cr_expect_eq(cudaGraphAddEventRecordNode(&n, (cudaGraph_t)0x1, NULL, 0, e), cudaSuccess);
+  cr_assert_eq(cudaEventDestroy(e), cudaSuccess);
+  cr_expect_eq(cudaGraphAddEventRecordNode(&n, (cudaGraph_t)0x1, NULL, 0, e),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGraphAddEventWaitNode(&n, (cudaGraph_t)0x1, NULL, 0, e),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(adds, 2);
 }
 
 Test(graph, instantiate_with_params_ptsz_maps_the_upload_stream) {

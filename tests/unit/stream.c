@@ -196,3 +196,67 @@ Test(stream, get_device_reports_the_ordinal) {
   cr_expect_eq(d, 0);
   cr_expect_eq(cudaStreamGetDevice(NULL, NULL), cudaErrorInvalidValue);
 }
+
+static int destroys;
+static CUresult fake_destroy(CUstream s) {
+  (void)s;
+  destroys++;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_event_wait(CUstream s, CUevent e, unsigned flags) {
+  (void)s;
+  (void)e;
+  (void)flags;
+  driver_calls++;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_exchange_mode(CUstreamCaptureMode *m) {
+  *m = CU_STREAM_CAPTURE_MODE_GLOBAL; /* dereferences, as the driver does */
+  return CUDA_SUCCESS;
+}
+
+/* The driver crashes on a destroyed stream; ours refuses the streams it
+ * destroyed, until the driver hands the address out again. */
+Test(stream, destroyed_streams_are_refused_before_the_driver) {
+  static struct cudaev_driver fake;
+  fake_driver_base(&fake);
+  fake.cuStreamQuery = fake_query;
+  fake.cuStreamCreate = fake_create;
+  fake.cuStreamDestroy = fake_destroy;
+  fake.cuStreamWaitEvent = fake_event_wait;
+  cudaev__driver_install(&fake, 13000);
+
+  cudaStream_t s = NULL;
+  cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+  cr_assert_eq(cudaStreamDestroy(s), cudaSuccess);
+  cr_expect_eq(destroys, 1);
+  driver_calls = 0;
+  cr_expect_eq(cudaStreamQuery(s), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaStreamWaitEvent(s, (cudaEvent_t)(uintptr_t)0xe0, 0),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaStreamDestroy(s), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(destroys, 1);
+  cr_expect_eq(driver_calls, 0);
+  /* NULL, legacy and per-thread are never taken for destroyed. */
+  cr_expect_eq(cudaStreamQuery(NULL), cudaSuccess);
+  cr_expect_eq(cudaStreamQuery(cudaStreamLegacy), cudaSuccess);
+  cr_expect_eq(cudaStreamQuery(cudaStreamPerThread), cudaSuccess);
+  /* The fake hands out the same address again: live. */
+  cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+  driver_calls = 0;
+  cr_expect_eq(cudaStreamQuery(s), cudaSuccess);
+  cr_expect_eq(driver_calls, 1);
+}
+
+Test(stream, exchange_capture_mode_refuses_null_before_the_driver) {
+  static struct cudaev_driver fake;
+  fake_driver_base(&fake);
+  fake.cuThreadExchangeStreamCaptureMode = fake_exchange_mode;
+  cudaev__driver_install(&fake, 13000);
+  cr_expect_eq(cudaThreadExchangeStreamCaptureMode(NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+  enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
+  cr_expect_eq(cudaThreadExchangeStreamCaptureMode(&m), cudaSuccess);
+  cr_expect_eq(m, cudaStreamCaptureModeGlobal);
+}
