@@ -323,8 +323,9 @@ cudaError_t cudaArrayGetPlane(cudaArray_t *pPlaneArray, cudaArray_t hArray, unsi
 cudaError_t cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *memoryRequirements,
                                            cudaArray_t array, int device) {
   CUDAEV_CTX_OR_RETURN();
-  if (memoryRequirements == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
+  /* A bad ordinal is an invalid value here, not an invalid device (as
+   * NVIDIA's runtime answers). */
+  if (memoryRequirements == NULL || !cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuArrayGetMemoryRequirements(
       (CUDA_ARRAY_MEMORY_REQUIREMENTS *)memoryRequirements, (CUarray)array, cudaev__rt.devices[device].dev));
 }
@@ -332,8 +333,9 @@ cudaError_t cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *m
 cudaError_t cudaMipmappedArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *memoryRequirements,
                                                     cudaMipmappedArray_t mipmap, int device) {
   CUDAEV_CTX_OR_RETURN();
-  if (memoryRequirements == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
+  /* A bad ordinal is an invalid value here, not an invalid device (as
+   * NVIDIA's runtime answers). */
+  if (memoryRequirements == NULL || !cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayGetMemoryRequirements(
       (CUDA_ARRAY_MEMORY_REQUIREMENTS *)memoryRequirements, (CUmipmappedArray)mipmap,
       cudaev__rt.devices[device].dev));
@@ -379,11 +381,12 @@ cudaError_t cudaev__resdesc_to_cu(const struct cudaResourceDesc *in, CUDA_RESOUR
   case cudaResourceTypeArray:
     out->resType = CU_RESOURCE_TYPE_ARRAY;
     out->res.array.hArray = (CUarray)in->res.array.array;
-    return cudaSuccess;
+    /* NVIDIA's runtime: a NULL array is an invalid handle. */
+    return in->res.array.array == NULL ? cudaErrorInvalidResourceHandle : cudaSuccess;
   case cudaResourceTypeMipmappedArray:
     out->resType = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
     out->res.mipmap.hMipmappedArray = (CUmipmappedArray)in->res.mipmap.mipmap;
-    return cudaSuccess;
+    return in->res.mipmap.mipmap == NULL ? cudaErrorInvalidResourceHandle : cudaSuccess;
   case cudaResourceTypeLinear:
     out->resType = CU_RESOURCE_TYPE_LINEAR;
     out->res.linear.devPtr = (CUdeviceptr)(uintptr_t)in->res.linear.devPtr;

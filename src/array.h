@@ -48,9 +48,12 @@ cudaError_t cudaev__memcpy_kind_types(enum cudaMemcpyKind kind, CUmemorytype *sr
 /* Fills a CUDA_MEMCPY3D from cudaMemcpy3DParms as cudaMemcpy3D documents:
  * exactly one of srcArray/srcPtr and of dstArray/dstPtr; positions and
  * extent in elements of the array when one takes part (bytes otherwise);
- * an array side is always an array whatever the kind says; both arrays
- * must have the same element size; a pitched pointer's pitch must hold the
- * row.
+ * a pointer side's x position also counts the array's elements when an
+ * array takes part (NVIDIA's behaviour, not its documentation); an array
+ * side is always an array whatever the kind says; both arrays must have the
+ * same element size; a pitched pointer's pitch must hold the row when the
+ * copy has more than one row or slice (a single row is left to the
+ * driver).
  * Returns cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidMemcpyDirection,
  * cudaErrorInvalidPitchValue or a mapped driver error (bad array handle).
  * Does not record the last error. Needs a current context (it asks the
@@ -65,7 +68,8 @@ cudaError_t cudaev__memcpy3d_peer_params(const struct cudaMemcpy3DPeerParms *p,
 
 /* cudaResourceDesc <-> CUDA_RESOURCE_DESC, with the channel descriptor of
  * linear and pitch2D resources converted to format + channel count.
- * to_cu returns cudaSuccess, cudaErrorInvalidValue or
+ * to_cu returns cudaSuccess, cudaErrorInvalidValue (unknown type),
+ * cudaErrorInvalidResourceHandle (NULL array or mipmapped array) or
  * cudaErrorInvalidChannelDescriptor (not recorded). */
 cudaError_t cudaev__resdesc_to_cu(const struct cudaResourceDesc *in, CUDA_RESOURCE_DESC *out);
 void cudaev__resdesc_from_cu(const CUDA_RESOURCE_DESC *in, struct cudaResourceDesc *out);

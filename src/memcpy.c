@@ -72,7 +72,9 @@ static cudaError_t copy2d(struct side2d dst, struct side2d src, size_t width, si
                           enum cudaMemcpyKind kind, enum how h, CUstream s) {
   CUmemorytype st, dt;
   if (width == 0 || height == 0) return cudaSuccess;
-  if ((dst.array == NULL && width > dst.pitch) || (src.array == NULL && width > src.pitch))
+  /* NVIDIA's runtime checks the pitches only when there is a second row;
+   * a single row wider than its pitch goes to the driver. */
+  if (height > 1 && ((dst.array == NULL && width > dst.pitch) || (src.array == NULL && width > src.pitch)))
     return cudaErrorInvalidPitchValue;
   cudaError_t e = cudaev__memcpy_kind_types(kind, &st, &dt);
   if (e != cudaSuccess) return e;
@@ -103,9 +105,45 @@ static cudaError_t copy2d(struct side2d dst, struct side2d src, size_t width, si
 }
 
 /* Array handles as the deprecated and 2D array copies receive them: NULL
- * is an invalid value, not "no array". */
+ * is an invalid handle, not "no array" (as NVIDIA's runtime answers). */
 static inline cudaError_t need_array(const void *a) {
-  return a == NULL ? cudaErrorInvalidValue : cudaSuccess;
+  return a == NULL ? cudaErrorInvalidResourceHandle : cudaSuccess;
+}
+
+/* The kinds each array copy accepts, as NVIDIA's runtime checks them
+ * (after the empty-copy and pitch checks, before the array handles): the
+ * array side is device memory, so a kind that says that side is host memory
+ * is a wrong direction. */
+#define KIND_BIT(k) (1u << (k))
+#define KINDS_TO_ARRAY (KIND_BIT(cudaMemcpyHostToDevice) | KIND_BIT(cudaMemcpyDeviceToDevice) | \
+                        KIND_BIT(cudaMemcpyDefault))
+#define KINDS_FROM_ARRAY (KIND_BIT(cudaMemcpyDeviceToHost) | KIND_BIT(cudaMemcpyDeviceToDevice) | \
+                          KIND_BIT(cudaMemcpyDefault))
+#define KINDS_ARRAY_TO_ARRAY (KIND_BIT(cudaMemcpyDeviceToDevice) | KIND_BIT(cudaMemcpyDefault))
+
+static inline bool kind_in(enum cudaMemcpyKind kind, unsigned kinds) {
+  return (unsigned)kind <= cudaMemcpyDefault && (kinds & KIND_BIT((unsigned)kind)) != 0;
+}
+
+/* The 2D checks NVIDIA's runtime makes before it looks at the arrays:
+ * empty copy, pitch (with a second row), kind. Sets *done for an empty
+ * copy. */
+static cudaError_t pre2d(size_t width, size_t height, size_t pitch, bool has_pitch, enum cudaMemcpyKind kind,
+                         unsigned kinds, bool *done) {
+  *done = width == 0 || height == 0;
+  if (*done) return cudaSuccess;
+  if (has_pitch && height > 1 && width > pitch) return cudaErrorInvalidPitchValue;
+  return kind_in(kind, kinds) ? cudaSuccess : cudaErrorInvalidMemcpyDirection;
+}
+
+/* The deprecated 1D array copies: an empty copy succeeds, and so (doing
+ * nothing) does a kind past cudaMemcpyDefault when one side is a pointer:
+ * NVIDIA's runtime returns cudaSuccess for it. A kind 0..4 that does not
+ * fit is a wrong direction. */
+static cudaError_t pre1d(size_t count, enum cudaMemcpyKind kind, unsigned kinds, bool has_ptr, bool *done) {
+  *done = count == 0 || (has_ptr && (unsigned)kind > cudaMemcpyDefault);
+  if (*done) return cudaSuccess;
+  return kind_in(kind, kinds) ? cudaSuccess : cudaErrorInvalidMemcpyDirection;
 }
 
 static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
@@ -117,8 +155,10 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
 static cudaError_t memcpy2d_to_array(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
                                      size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind,
                                      enum how h, CUstream s) {
-  cudaError_t e = need_array(dst);
-  if (e != cudaSuccess) return e;
+  bool done;
+  cudaError_t e = pre2d(width, height, spitch, true, kind, KINDS_TO_ARRAY, &done);
+  if (e == cudaSuccess && !done) e = need_array(dst);
+  if (e != cudaSuccess || done) return e;
   struct side2d d = {(CUarray)dst, NULL, 0, wOffset, hOffset}, sr = {NULL, src, spitch, 0, 0};
   return copy2d(d, sr, width, height, kind, h, s);
 }
@@ -126,8 +166,10 @@ static cudaError_t memcpy2d_to_array(cudaArray_t dst, size_t wOffset, size_t hOf
 static cudaError_t memcpy2d_from_array(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
                                        size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind,
                                        enum how h, CUstream s) {
-  cudaError_t e = need_array(src);
-  if (e != cudaSuccess) return e;
+  bool done;
+  cudaError_t e = pre2d(width, height, dpitch, true, kind, KINDS_FROM_ARRAY, &done);
+  if (e == cudaSuccess && !done) e = need_array(src);
+  if (e != cudaSuccess || done) return e;
   struct side2d d = {NULL, dst, dpitch, 0, 0}, sr = {(CUarray)src, NULL, 0, wOffset, hOffset};
   return copy2d(d, sr, width, height, kind, h, s);
 }
@@ -135,9 +177,11 @@ static cudaError_t memcpy2d_from_array(void *dst, size_t dpitch, cudaArray_const
 static cudaError_t memcpy2d_array_to_array(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
                                            cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
                                            size_t width, size_t height, enum cudaMemcpyKind kind, enum how h) {
-  cudaError_t e = need_array(dst);
-  if (e == cudaSuccess) e = need_array(src);
-  if (e != cudaSuccess) return e;
+  bool done;
+  cudaError_t e = pre2d(width, height, 0, false, kind, KINDS_ARRAY_TO_ARRAY, &done);
+  if (e == cudaSuccess && !done) e = need_array(dst);
+  if (e == cudaSuccess && !done) e = need_array(src);
+  if (e != cudaSuccess || done) return e;
   struct side2d d = {(CUarray)dst, NULL, 0, wOffsetDst, hOffsetDst};
   struct side2d sr = {(CUarray)src, NULL, 0, wOffsetSrc, hOffsetSrc};
   return copy2d(d, sr, width, height, kind, h, NULL);
@@ -200,16 +244,20 @@ static cudaError_t copy_linear(struct side2d dst, struct side2d src, size_t coun
 
 static cudaError_t memcpy_to_array(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
                                    size_t count, enum cudaMemcpyKind kind, enum how h, CUstream s) {
-  cudaError_t e = need_array(dst);
-  if (e != cudaSuccess) return e;
+  bool done;
+  cudaError_t e = pre1d(count, kind, KINDS_TO_ARRAY, true, &done);
+  if (e == cudaSuccess && !done) e = need_array(dst);
+  if (e != cudaSuccess || done) return e;
   struct side2d d = {(CUarray)dst, NULL, 0, wOffset, hOffset}, sr = {NULL, src, 0, 0, 0};
   return copy_linear(d, sr, count, kind, h, s);
 }
 
 static cudaError_t memcpy_from_array(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
                                      size_t count, enum cudaMemcpyKind kind, enum how h, CUstream s) {
-  cudaError_t e = need_array(src);
-  if (e != cudaSuccess) return e;
+  bool done;
+  cudaError_t e = pre1d(count, kind, KINDS_FROM_ARRAY, true, &done);
+  if (e == cudaSuccess && !done) e = need_array(src);
+  if (e != cudaSuccess || done) return e;
   struct side2d d = {NULL, dst, 0, 0, 0}, sr = {(CUarray)src, NULL, 0, wOffset, hOffset};
   return copy_linear(d, sr, count, kind, h, s);
 }
@@ -217,9 +265,11 @@ static cudaError_t memcpy_from_array(void *dst, cudaArray_const_t src, size_t wO
 static cudaError_t memcpy_array_to_array(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
                                          cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count,
                                          enum cudaMemcpyKind kind, enum how h) {
-  cudaError_t e = need_array(dst);
-  if (e == cudaSuccess) e = need_array(src);
-  if (e != cudaSuccess) return e;
+  bool done;
+  cudaError_t e = pre1d(count, kind, KINDS_ARRAY_TO_ARRAY, false, &done);
+  if (e == cudaSuccess && !done) e = need_array(dst);
+  if (e == cudaSuccess && !done) e = need_array(src);
+  if (e != cudaSuccess || done) return e;
   struct side2d d = {(CUarray)dst, NULL, 0, wOffsetDst, hOffsetDst};
   struct side2d sr = {(CUarray)src, NULL, 0, wOffsetSrc, hOffsetSrc};
   return copy_linear(d, sr, count, kind, h, NULL);
@@ -250,9 +300,18 @@ cudaError_t cudaev__memcpy3d_params(const struct cudaMemcpy3DParms *p, CUDA_MEMC
   if ((e = side_elem(p->dstArray, &de)) != cudaSuccess) return e;
   if (sa && da && se != de) return cudaErrorInvalidValue;
   /* The extent counts elements of whichever array takes part, bytes when
-   * none does. */
-  size_t width = p->extent.width * (sa ? se : da ? de : 1);
-  if ((!sa && width > p->srcPtr.pitch) || (!da && width > p->dstPtr.pitch)) return cudaErrorInvalidPitchValue;
+   * none does, and so does a pointer side's x position when an array
+   * takes part (measured on NVIDIA's: the documentation says bytes). */
+  size_t unit = sa ? se : da ? de : 1;
+  size_t width = p->extent.width * unit;
+  if (!sa) se = unit;
+  if (!da) de = unit;
+  /* NVIDIA's runtime checks a pointer side's pitch only when the copy has
+   * a second row or slice; a single row wider than its pitch goes to the
+   * driver (which refuses it with CUDA_ERROR_INVALID_VALUE). */
+  if ((p->extent.height > 1 || p->extent.depth > 1) &&
+      ((!sa && width > p->srcPtr.pitch) || (!da && width > p->dstPtr.pitch)))
+    return cudaErrorInvalidPitchValue;
   memset(m, 0, sizeof *m);
   if (sa) {
     m->srcMemoryType = CU_MEMORYTYPE_ARRAY;

@@ -23,8 +23,10 @@ cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject) {
 }
 
 cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc *pResDesc, cudaSurfaceObject_t surfObject) {
+  /* NVIDIA's runtime answers a NULL output with cudaErrorInvalidDevice,
+   * before it initialises. */
+  if (pResDesc == NULL) return cudaev__ret(cudaErrorInvalidDevice);
   CUDAEV_CTX_OR_RETURN();
-  if (pResDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_RESOURCE_DESC rd;
   CUresult r = cudaev__drv.cuSurfObjectGetResourceDesc(&rd, (CUsurfObject)surfObject);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);

@@ -68,8 +68,13 @@ static void texdesc_from_cu(const CUDA_TEXTURE_DESC *in, struct cudaTextureDesc 
 cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject, const struct cudaResourceDesc *pResDesc,
                                     const struct cudaTextureDesc *pTexDesc,
                                     const struct cudaResourceViewDesc *pResViewDesc) {
+  /* NVIDIA's order and codes: no resource descriptor is an invalid value,
+   * no texture descriptor an invalid resource handle, both before the
+   * runtime initialises; then the output. */
+  if (pResDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (pTexDesc == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   CUDAEV_CTX_OR_RETURN();
-  if (pTexObject == NULL || pResDesc == NULL || pTexDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (pTexObject == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_RESOURCE_DESC rd;
   CUDA_TEXTURE_DESC td;
   CUDA_RESOURCE_VIEW_DESC vd;
@@ -100,9 +105,12 @@ cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *pResDesc, 
 }
 
 cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *pTexDesc, cudaTextureObject_t texObject) {
+  /* NVIDIA's runtime answers a NULL output with an invalid resource
+   * handle, before it initialises. */
+  if (pTexDesc == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   CUDAEV_CTX_OR_RETURN();
-  if (pTexDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_TEXTURE_DESC td;
+  memset(&td, 0, sizeof td); /* the driver may leave fields (borderColor) unwritten */
   CUresult r = cudaev__drv.cuTexObjectGetTextureDesc(&td, (CUtexObject)texObject);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
   texdesc_from_cu(&td, pTexDesc);
@@ -112,10 +120,15 @@ cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *pTexDesc, cu
 cudaError_t cudaGetTextureObjectResourceViewDesc(struct cudaResourceViewDesc *pResViewDesc,
                                                  cudaTextureObject_t texObject) {
   CUDAEV_CTX_OR_RETURN();
-  if (pResViewDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* The driver leaves the view of a texture made without one unwritten:
+   * report zeros rather than stack garbage. */
   CUDA_RESOURCE_VIEW_DESC vd;
+  memset(&vd, 0, sizeof vd);
   CUresult r = cudaev__drv.cuTexObjectGetResourceViewDesc(&vd, (CUtexObject)texObject);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  /* NVIDIA's runtime asks the driver, then skips a NULL output and
+   * succeeds. */
+  if (pResViewDesc == NULL) return cudaSuccess;
   memcpy(pResViewDesc, &vd, sizeof vd);
   return cudaSuccess;
 }

@@ -145,6 +145,17 @@ int main(void) {
   TC(cudaMemcpyToArray(au, 0, 0, h1, 101 * 34, cudaMemcpyHostToDevice));
   TC(cudaMemcpyToArray(au, 0, 0, h1, 16, (enum cudaMemcpyKind)11));
   TC(cudaMemcpyFromArray(h2, NULL, 0, 0, 16, cudaMemcpyDeviceToHost));
+  /* the kinds each array copy accepts, NULL handles in the other copies, a
+   * single row wider than its pitch */
+  TC(cudaMemcpyToArray(au, 0, 0, h1, 16, cudaMemcpyDeviceToHost));
+  TC(cudaMemcpyFromArray(h2, au, 0, 0, 16, cudaMemcpyHostToDevice));
+  TC(cudaMemcpyFromArray(h2, au, 0, 0, 16, (enum cudaMemcpyKind)11));
+  TC(cudaMemcpyArrayToArray(au2, 0, 0, au, 0, 0, 16, cudaMemcpyHostToDevice));
+  TC(cudaMemcpyArrayToArray(NULL, 0, 0, au, 0, 0, 16, cudaMemcpyDeviceToDevice));
+  TC(cudaMemcpy2DArrayToArray(au, 0, 0, NULL, 0, 0, 16, 1, cudaMemcpyDeviceToDevice));
+  TC(cudaMemcpy2DToArray(au, 0, 0, h1, 101, 101, 1, cudaMemcpyDeviceToHost));
+  TC(cudaMemcpy2DFromArray(h2, 101, au, 0, 0, 101, 1, cudaMemcpyHostToDevice));
+  TC(cudaMemcpy2DToArray(au, 0, 0, h1, 10, 11, 1, cudaMemcpyHostToDevice));
 
   /* 3D: linear <-> linear, linear <-> 3D array, subregions */
   struct cudaPitchedPtr v = {0}, w = {0};

@@ -176,7 +176,9 @@ Test(array, memcpy3d_ptr_to_array_counts_elements) {
   cr_expect_eq(m.WidthInBytes, 5 * 16);
   cr_expect_eq(m.srcMemoryType, CU_MEMORYTYPE_HOST);
   cr_expect_eq(m.srcHost, host);
-  cr_expect_eq(m.srcXInBytes, 3); /* pointer positions are bytes */
+  /* with an array taking part, a pointer's x position counts the array's
+   * elements too (NVIDIA's behaviour, checksummed on an H200) */
+  cr_expect_eq(m.srcXInBytes, 3 * 16);
   cr_expect_eq(m.srcY, 1);
   cr_expect_eq(m.srcPitch, 256);
   cr_expect_eq(m.srcHeight, 8);
@@ -228,10 +230,16 @@ Test(array, memcpy3d_errors) {
   p.srcPtr.ptr = host;
   p.kind = (enum cudaMemcpyKind)7;
   cr_expect_eq(cudaev__memcpy3d_params(&p, &m), cudaErrorInvalidMemcpyDirection);
-  /* 5 float4 = 80 bytes do not fit a 64-byte pitch */
+  /* 5 float4 = 80 bytes do not fit a 64-byte pitch: refused with a second
+   * row or slice, left to the driver for a single row */
   p.kind = cudaMemcpyHostToDevice;
-  p.extent = make_cudaExtent(5, 1, 1);
+  p.extent = make_cudaExtent(5, 2, 1);
   cr_expect_eq(cudaev__memcpy3d_params(&p, &m), cudaErrorInvalidPitchValue);
+  p.extent = make_cudaExtent(5, 1, 2);
+  cr_expect_eq(cudaev__memcpy3d_params(&p, &m), cudaErrorInvalidPitchValue);
+  p.extent = make_cudaExtent(5, 1, 1);
+  cr_expect_eq(cudaev__memcpy3d_params(&p, &m), cudaSuccess);
+  cr_expect_eq(m.WidthInBytes, 80);
   /* a handle the driver does not know */
   p.dstArray = (cudaArray_t)(uintptr_t)0xdead;
   p.extent = make_cudaExtent(1, 1, 1);
@@ -293,8 +301,19 @@ Test(array, memcpy_to_array_wraps_rows) {
             copies[1].Height == 2 && copies[1].srcPitch == 160 && copies[1].srcHost == host + 152);
   cr_expect(copies[2].dstXInBytes == 0 && copies[2].dstY == 4 && copies[2].WidthInBytes == 28 &&
             copies[2].Height == 1 && copies[2].srcHost == host + 472);
-  cr_expect_eq(cudaMemcpyToArray(NULL, 0, 0, host, 4, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
-  cr_expect_eq(cudaMemcpyToArray((cudaArray_t)A1, 0, 0, host, 4, (enum cudaMemcpyKind)9),
+  cr_expect_eq(cudaMemcpyToArray(NULL, 0, 0, host, 4, cudaMemcpyHostToDevice), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  /* NVIDIA's deprecated 1D copies succeed, copying nothing, for a kind past
+   * cudaMemcpyDefault; a kind that makes the array side host memory is a
+   * wrong direction */
+  ncopies = 0;
+  cr_expect_eq(cudaMemcpyToArray((cudaArray_t)A1, 0, 0, host, 4, (enum cudaMemcpyKind)9), cudaSuccess);
+  cr_expect_eq(cudaMemcpyToArray(NULL, 0, 0, host, 4, (enum cudaMemcpyKind)11), cudaSuccess);
+  cr_expect_eq(cudaMemcpyToArray((cudaArray_t)A1, 0, 0, host, 0, cudaMemcpyHostToHost), cudaSuccess);
+  cr_expect_eq(ncopies, 0);
+  cr_expect_eq(cudaMemcpyToArray((cudaArray_t)A1, 0, 0, host, 4, cudaMemcpyDeviceToHost),
+               cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaMemcpyToArray((cudaArray_t)A1, 0, 0, host, 4, cudaMemcpyHostToHost),
                cudaErrorInvalidMemcpyDirection);
   cr_expect_eq(cudaMemcpyToArray((cudaArray_t)A1, 200, 0, host, 4, cudaMemcpyHostToDevice),
                cudaErrorInvalidValue);
@@ -365,4 +384,97 @@ Test(array, texture_desc_flags_round_trip) {
   cr_expect_eq(cudaCreateTextureObject(&o, &r, &t, NULL), cudaErrorInvalidChannelDescriptor);
   cr_expect_eq(cudaCreateTextureObject(&o, NULL, &t, NULL), cudaErrorInvalidValue);
   cr_expect_eq(cudaCreateTextureObject(NULL, &r, &t, NULL), cudaErrorInvalidValue);
+}
+
+/* ---- array copies: kinds, handles, pitches (NVIDIA's answers) ---------------------- */
+
+Test(array, array_copies_kinds_and_handles) {
+  char host[1024] = {0};
+  ncopies = 0;
+  cr_expect_eq(cudaMemcpyFromArray(host, (cudaArray_t)A1, 0, 0, 4, cudaMemcpyHostToDevice),
+               cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaMemcpyFromArray(host, (cudaArray_t)A1, 0, 0, 4, (enum cudaMemcpyKind)11), cudaSuccess);
+  cr_expect_eq(cudaMemcpyFromArray(host, NULL, 0, 0, 4, cudaMemcpyDeviceToHost), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaMemcpyArrayToArray((cudaArray_t)A1, 0, 0, (cudaArray_t)A1, 0, 0, 4, cudaMemcpyHostToDevice),
+               cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaMemcpyArrayToArray((cudaArray_t)A1, 0, 0, (cudaArray_t)A1, 0, 0, 4, (enum cudaMemcpyKind)11),
+               cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaMemcpyArrayToArray(NULL, 0, 0, (cudaArray_t)A1, 0, 0, 4, cudaMemcpyDeviceToDevice),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaMemcpy2DToArray(NULL, 0, 0, host, 16, 16, 2, cudaMemcpyHostToDevice),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaMemcpy2DFromArray(host, 16, NULL, 0, 0, 16, 2, cudaMemcpyDeviceToHost),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaMemcpy2DArrayToArray((cudaArray_t)A1, 0, 0, NULL, 0, 0, 16, 1, cudaMemcpyDeviceToDevice),
+               cudaErrorInvalidResourceHandle);
+  /* kind before handle, and an empty copy before both */
+  cr_expect_eq(cudaMemcpy2DToArray(NULL, 0, 0, host, 16, 16, 2, cudaMemcpyDeviceToHost),
+               cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaMemcpy2DToArray(NULL, 0, 0, host, 16, 0, 2, (enum cudaMemcpyKind)9), cudaSuccess);
+  cr_expect_eq(cudaMemcpy2DFromArray(host, 16, (cudaArray_t)A1, 0, 0, 16, 2, cudaMemcpyHostToDevice),
+               cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaMemcpy2DArrayToArray((cudaArray_t)A1, 0, 0, (cudaArray_t)A1, 0, 0, 16, 1,
+                                        cudaMemcpyDeviceToHost),
+               cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(ncopies, 0);
+  /* a pitch is checked only with a second row: one row goes to the driver */
+  cr_expect_eq(cudaMemcpy2DToArray((cudaArray_t)A1, 0, 0, host, 10, 11, 2, cudaMemcpyHostToDevice),
+               cudaErrorInvalidPitchValue);
+  cr_expect_eq(cudaMemcpy2DToArray((cudaArray_t)A1, 0, 0, host, 10, 11, 1, cudaMemcpyHostToDevice), cudaSuccess);
+  cr_expect_eq(cudaMemcpy2D(host, 10, host + 100, 10, 11, 1, cudaMemcpyHostToHost), cudaSuccess);
+  cr_expect_eq(ncopies, 2);
+}
+
+static CUresult f_reqs(CUDA_ARRAY_MEMORY_REQUIREMENTS *r, CUarray a, CUdevice d) {
+  (void)a, (void)d;
+  memset(r, 0, sizeof *r);
+  r->size = 4096;
+  return CUDA_SUCCESS;
+}
+static CUresult f_texview(CUDA_RESOURCE_VIEW_DESC *v, CUtexObject t) {
+  (void)v, (void)t; /* like the driver for a texture made without a view */
+  return CUDA_SUCCESS;
+}
+
+Test(array, memory_requirements_bad_device_is_invalid_value) {
+  cudaev__drv.cuArrayGetMemoryRequirements = f_reqs;
+  struct cudaArrayMemoryRequirements req;
+  cr_expect_eq(cudaArrayGetMemoryRequirements(&req, (cudaArray_t)A1, 999), cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+  cr_expect_eq(cudaArrayGetMemoryRequirements(&req, (cudaArray_t)A1, -1), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMipmappedArrayGetMemoryRequirements(&req, (cudaMipmappedArray_t)A1, 999),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaArrayGetMemoryRequirements(&req, (cudaArray_t)A1, 0), cudaSuccess);
+  cr_expect_eq(req.size, 4096);
+}
+
+Test(array, texture_and_surface_null_codes) {
+  cudaev__drv.cuTexObjectGetResourceViewDesc = f_texview;
+  struct cudaResourceDesc r;
+  memset(&r, 0, sizeof r);
+  r.resType = cudaResourceTypeArray; /* NULL array */
+  struct cudaTextureDesc t;
+  memset(&t, 0, sizeof t);
+  cudaTextureObject_t o = 0;
+  cr_expect_eq(cudaCreateTextureObject(&o, &r, &t, NULL), cudaErrorInvalidResourceHandle);
+  r.resType = cudaResourceTypeMipmappedArray;
+  cr_expect_eq(cudaCreateTextureObject(&o, &r, &t, NULL), cudaErrorInvalidResourceHandle);
+  cudaSurfaceObject_t so = 0;
+  r.resType = cudaResourceTypeArray;
+  cr_expect_eq(cudaCreateSurfaceObject(&so, &r), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaCreateTextureObject(&o, &r, NULL, NULL), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaCreateTextureObject(NULL, NULL, NULL, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetTextureObjectTextureDesc(NULL, 7), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetSurfaceObjectResourceDesc(NULL, 7), cudaErrorInvalidDevice);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDevice);
+  cr_expect_eq(cudaGetTextureObjectResourceViewDesc(NULL, 7), cudaSuccess);
+  cr_expect_eq(cudaGetLastError(), cudaSuccess);
+  /* a view the driver leaves unwritten comes back as zeros */
+  struct cudaResourceViewDesc v;
+  memset(&v, 0x5a, sizeof v);
+  cr_expect_eq(cudaGetTextureObjectResourceViewDesc(&v, 7), cudaSuccess);
+  struct cudaResourceViewDesc zero;
+  memset(&zero, 0, sizeof zero);
+  cr_expect_eq(memcmp(&v, &zero, sizeof v), 0);
 }
