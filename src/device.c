@@ -2,6 +2,7 @@
  * limits, cache configuration, PCI ids, IPC handles, memory pools of a
  * device, P2P attributes. */
 #include "internal.h"
+#include "stream.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -538,7 +539,9 @@ cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t hand
   if (event == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUipcEventHandle h;
   memcpy(&h, &handle, sizeof h);
-  return cudaev__ret_cu(cudaev__drv.cuIpcOpenEventHandle((CUevent *)event, h));
+  CUresult r = cudaev__drv.cuIpcOpenEventHandle((CUevent *)event, h);
+  if (r == CUDA_SUCCESS) cudaev__handle_revive(*event);
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr) {

@@ -16,6 +16,7 @@
  * are stubbed (see src/driver/driver.h).
  */
 #include "internal.h"
+#include "stream.h"
 
 #if defined(CUDAEV_HAVE_EGL)
 
@@ -255,7 +256,9 @@ cudaError_t cudaEventCreateFromEGLSync(cudaEvent_t *phEvent, EGLSyncKHR eglSync,
   if (phEvent == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* cudaEventBlockingSync / cudaEventDisableTiming are the driver's
    * CU_EVENT_BLOCKING_SYNC / CU_EVENT_DISABLE_TIMING. */
-  return cudaev__ret_cu(cudaev__drv.cuEventCreateFromEGLSync((CUevent *)phEvent, eglSync, flags));
+  CUresult r = cudaev__drv.cuEventCreateFromEGLSync((CUevent *)phEvent, eglSync, flags);
+  if (r == CUDA_SUCCESS) cudaev__handle_revive(*phEvent);
+  return cudaev__ret_cu(r);
 }
 
 #endif
