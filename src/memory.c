@@ -90,13 +90,18 @@ cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
 }
 
 /* The flags must be exactly cudaMemAttachGlobal or cudaMemAttachHost (the
- * driver's rule too); a size of 0 is refused by cuMemAllocManaged with
- * CUDA_ERROR_INVALID_VALUE, unlike cudaMalloc's. */
+ * driver's rule too). A size of 0 is refused by cuMemAllocManaged with
+ * CUDA_ERROR_INVALID_VALUE, but NVIDIA's cudaMallocManaged succeeds with a
+ * NULL pointer, as cudaMalloc and cudaHostAlloc do (measured on the GPU). */
 cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (devPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
   if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
     return cudaev__ret(cudaErrorInvalidValue);
+  if (size == 0) {
+    *devPtr = NULL;
+    return cudaSuccess;
+  }
   return cudaev__ret_cu(cudaev__drv.cuMemAllocManaged((CUdeviceptr *)devPtr, size, flags));
 }
 
@@ -113,13 +118,15 @@ CUDAEV_DECLARE_VARIANT(cudaMemset, _ptds);
 CUDAEV_DECLARE_VARIANT(cudaMemsetAsync, _ptsz);
 
 /* Synchronous copy on the legacy default stream (per_thread: on the
- * calling thread's default stream, the driver's _ptds entry points). */
+ * calling thread's default stream, the driver's _ptds entry points).
+ * A count of 0 succeeds before the kind is looked at: NVIDIA's cudaMemcpy
+ * returns cudaSuccess for (dst, src, 0, (cudaMemcpyKind)9) (measured). */
 static cudaError_t memcpy_sync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                                bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
+  if (count == 0) return cudaSuccess;
   if (CUDAEV_UNLIKELY((unsigned)kind > (unsigned)cudaMemcpyDefault))
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
-  if (count == 0) return cudaSuccess;
   CUdeviceptr d = (CUdeviceptr)dst, s = (CUdeviceptr)src;
   CUresult r;
   switch (kind) {
@@ -147,14 +154,17 @@ cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaM
   return memcpy_sync(dst, src, count, kind, true);
 }
 
-/* The enqueue hot path: one context check, one switch, one driver call. */
+/* The enqueue hot path: one context check, one destroyed-stream check (an
+ * atomic load), one switch, one driver call. Size 0 is checked before the
+ * kind, as in memcpy_sync. */
 static inline cudaError_t memcpy_async(void *dst, const void *src, size_t count,
                                        enum cudaMemcpyKind kind, cudaStream_t stream,
                                        bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
+  if (CUDAEV_UNLIKELY(count == 0)) return cudaSuccess;
   if (CUDAEV_UNLIKELY((unsigned)kind > (unsigned)cudaMemcpyDefault))
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
-  if (CUDAEV_UNLIKELY(count == 0)) return cudaSuccess;
   CUstream st = cudaev__stream(stream, per_thread);
   CUdeviceptr d = (CUdeviceptr)dst, s = (CUdeviceptr)src;
   CUresult r;
@@ -191,6 +201,7 @@ cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count) {
 static inline cudaError_t memset_async(void *devPtr, int value, size_t count, cudaStream_t stream,
                                        bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(cudaev__drv.cuMemsetD8Async((CUdeviceptr)devPtr, (unsigned char)value, count,
                                                     cudaev__stream(stream, per_thread)));
 }
@@ -215,12 +226,15 @@ static cudaError_t peer_contexts(int dstDevice, int srcDevice, CUcontext *dc, CU
   return e;
 }
 
+/* A count of 0 succeeds before the devices are checked: NVIDIA's
+ * cudaMemcpyPeer(dst, n, src, 0, 0) with n = the device count returns
+ * cudaSuccess (measured). */
 cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count) {
   CUDAEV_CTX_OR_RETURN();
+  if (count == 0) return cudaSuccess;
   CUcontext dc, sc;
   cudaError_t e = peer_contexts(dstDevice, srcDevice, &dc, &sc);
   if (e != cudaSuccess) return cudaev__ret(e);
-  if (count == 0) return cudaSuccess;
   return cudaev__ret_cu(
       cudaev__drv.cuMemcpyPeer((CUdeviceptr)dst, dc, (CUdeviceptr)src, sc, count));
 }
@@ -228,10 +242,11 @@ cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDev
 cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
                                 size_t count, cudaStream_t stream) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
+  if (count == 0) return cudaSuccess;
   CUcontext dc, sc;
   cudaError_t e = peer_contexts(dstDevice, srcDevice, &dc, &sc);
   if (e != cudaSuccess) return cudaev__ret(e);
-  if (count == 0) return cudaSuccess;
   return cudaev__ret_cu(cudaev__drv.cuMemcpyPeerAsync((CUdeviceptr)dst, dc, (CUdeviceptr)src, sc,
                                                       count, cudaev__stream(stream, false)));
 }
@@ -246,6 +261,7 @@ CUDAEV_DECLARE_VARIANT(cudaMemDiscardAndPrefetchBatchAsync, _ptsz);
 static cudaError_t prefetch(const void *devPtr, size_t count, struct cudaMemLocation location,
                             unsigned int flags, cudaStream_t stream, bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(cudaev__drv.cuMemPrefetchAsync((CUdeviceptr)devPtr, count,
                                                        cudaev__mem_location(location), flags,
                                                        cudaev__stream(stream, per_thread)));
@@ -271,6 +287,7 @@ static cudaError_t prefetch_batch(void **dptrs, size_t *sizes, size_t count,
                                   unsigned long long flags, cudaStream_t stream, bool per_thread,
                                   bool discard) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
   CUstream st = cudaev__stream(stream, per_thread);
   CUresult r = discard ? cudaev__drv.cuMemDiscardAndPrefetchBatchAsync(
                              (CUdeviceptr *)dptrs, sizes, count, (CUmemLocation *)locs, locIdxs,
@@ -318,6 +335,7 @@ cudaError_t cudaMemDiscardAndPrefetchBatchAsync_ptsz(void **dptrs, size_t *sizes
 static cudaError_t discard_batch(void **dptrs, size_t *sizes, size_t count,
                                  unsigned long long flags, cudaStream_t stream, bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(cudaev__drv.cuMemDiscardBatchAsync(
       (CUdeviceptr *)dptrs, sizes, count, flags, cudaev__stream(stream, per_thread)));
 }

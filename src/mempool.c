@@ -20,6 +20,7 @@ CUDAEV_DECLARE_VARIANT(cudaMallocFromPoolAsync, _ptsz);
 static inline cudaError_t malloc_async(void **devPtr, size_t size, cudaStream_t stream,
                                        bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(
       cudaev__drv.cuMemAllocAsync((CUdeviceptr *)devPtr, size, cudaev__stream(stream, per_thread)));
 }
@@ -34,6 +35,7 @@ cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStrea
 
 static inline cudaError_t free_async(void *devPtr, cudaStream_t stream, bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(
       cudaev__drv.cuMemFreeAsync((CUdeviceptr)devPtr, cudaev__stream(stream, per_thread)));
 }
@@ -49,7 +51,8 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
 static inline cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t pool,
                                            cudaStream_t stream, bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
-  if (pool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
+  if (ptr == NULL || pool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemAllocFromPoolAsync(
       (CUdeviceptr *)ptr, size, (CUmemoryPool)pool, cudaev__stream(stream, per_thread)));
 }
@@ -90,16 +93,19 @@ cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) {
   return cudaev__ret_cu(cudaev__drv.cuMemPoolTrimTo((CUmemoryPool)memPool, minBytesToKeep));
 }
 
+/* A NULL value crashes NVIDIA's runtime (measured: cudaMemPoolSetAttribute
+ * with NULL); ours refuses it, like every NULL in/out pointer of the pool
+ * calls below, with cudaErrorInvalidValue before the driver sees it. */
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
   CUDAEV_CTX_OR_RETURN();
-  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (memPool == NULL || value == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(
       cudaev__drv.cuMemPoolSetAttribute((CUmemoryPool)memPool, (CUmemPool_attribute)attr, value));
 }
 
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
   CUDAEV_CTX_OR_RETURN();
-  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (memPool == NULL || value == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(
       cudaev__drv.cuMemPoolGetAttribute((CUmemoryPool)memPool, (CUmemPool_attribute)attr, value));
 }
@@ -109,7 +115,8 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr 
 cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAccessDesc *descList,
                                  size_t count) {
   CUDAEV_CTX_OR_RETURN();
-  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (memPool == NULL || (descList == NULL && count != 0))
+    return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolSetAccess((CUmemoryPool)memPool,
                                                        (const CUmemAccessDesc *)descList, count));
 }
@@ -119,7 +126,8 @@ _Static_assert(sizeof(enum cudaMemAccessFlags) == sizeof(CUmemAccess_flags), "ac
 cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t memPool,
                                  struct cudaMemLocation *location) {
   CUDAEV_CTX_OR_RETURN();
-  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (flags == NULL || memPool == NULL || location == NULL)
+    return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolGetAccess(
       (CUmemAccess_flags *)flags, (CUmemoryPool)memPool, (CUmemLocation *)location));
 }
@@ -133,7 +141,7 @@ cudaError_t cudaMemPoolExportToShareableHandle(void *shareableHandle, cudaMemPoo
                                                enum cudaMemAllocationHandleType handleType,
                                                unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
-  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (shareableHandle == NULL || memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolExportToShareableHandle(
       shareableHandle, (CUmemoryPool)memPool, (CUmemAllocationHandleType)handleType, flags));
 }
@@ -142,12 +150,14 @@ cudaError_t cudaMemPoolImportFromShareableHandle(cudaMemPool_t *memPool, void *s
                                                  enum cudaMemAllocationHandleType handleType,
                                                  unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
+  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolImportFromShareableHandle(
       (CUmemoryPool *)memPool, shareableHandle, (CUmemAllocationHandleType)handleType, flags));
 }
 
 cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData *exportData, void *ptr) {
   CUDAEV_CTX_OR_RETURN();
+  if (exportData == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(
       cudaev__drv.cuMemPoolExportPointer((CUmemPoolPtrExportData *)exportData, (CUdeviceptr)ptr));
 }
@@ -155,7 +165,8 @@ cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData *exportData
 cudaError_t cudaMemPoolImportPointer(void **ptr, cudaMemPool_t memPool,
                                      struct cudaMemPoolPtrExportData *exportData) {
   CUDAEV_CTX_OR_RETURN();
-  if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (ptr == NULL || memPool == NULL || exportData == NULL)
+    return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolImportPointer(
       (CUdeviceptr *)ptr, (CUmemoryPool)memPool, (CUmemPoolPtrExportData *)exportData));
 }

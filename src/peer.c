@@ -27,13 +27,18 @@ cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
   cudaError_t e = peer_context(peerDevice, &peer);
   if (e != cudaSuccess) return cudaev__ret(e);
   if (flags != 0) return cudaev__ret(cudaErrorInvalidValue);
-  /* As documented: cudaErrorInvalidDevice when cudaDeviceCanAccessPeer
-   * says no (the device itself included), before the driver is asked. */
+  /* When cudaDeviceCanAccessPeer says no (the device itself included):
+   * cudaErrorPeerAccessUnsupported, the driver's documented
+   * CUDA_ERROR_PEER_ACCESS_UNSUPPORTED for that case, which NVIDIA's
+   * runtime passes on (measured: cudaDeviceEnablePeerAccess(0, 0) on
+   * device 0), although the runtime's page names cudaErrorInvalidDevice.
+   * Answered before the driver is asked, so the self case does not depend
+   * on what cuCtxEnablePeerAccess says of a context and itself. */
   int can = 0;
   CUresult r = cudaev__drv.cuDeviceCanAccessPeer(
       &can, cudaev__rt.devices[cudaev__current_device()].dev, cudaev__rt.devices[peerDevice].dev);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
-  if (!can) return cudaev__ret(cudaErrorInvalidDevice);
+  if (!can) return cudaev__ret(cudaErrorPeerAccessUnsupported);
   return cudaev__ret_cu(cudaev__drv.cuCtxEnablePeerAccess(peer, flags));
 }
 

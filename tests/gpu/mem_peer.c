@@ -52,11 +52,17 @@ int main(void) {
 
   unsigned char *h = malloc(SIZE), *back = malloc(SIZE);
   for (size_t i = 0; i < SIZE; i++) h[i] = (unsigned char)(i * 31 + 7);
-  void **d = calloc((size_t)n, sizeof *d);
+  /* d[i]: the data; x[i]: a second buffer on device i that the copies
+   * go through, so no copy has overlapping source and destination (the
+   * result of an overlapping copy is undefined, and did differ between
+   * NVIDIA's runtime and ours for a device with itself). */
+  void **d = calloc((size_t)n, sizeof *d), **x = calloc((size_t)n, sizeof *x);
   for (int i = 0; i < n; i++) {
     CHECK(cudaSetDevice(i));
     CHECK(cudaMalloc(&d[i], SIZE + 16));
     CHECK(cudaMemset(d[i], 0, SIZE + 16));
+    CHECK(cudaMalloc(&x[i], SIZE + 16));
+    CHECK(cudaMemset(x[i], 0, SIZE + 16));
   }
   CHECK(cudaSetDevice(0));
   CHECK(cudaMemcpy(d[0], h, SIZE, cudaMemcpyHostToDevice));
@@ -66,8 +72,8 @@ int main(void) {
     for (int b = 0; b < n; b++) {
       if (a == b && n > 1) continue;
       size_t len = SIZE - 3 - (size_t)(a + b);
-      cudaError_t e1 = cudaMemcpyPeer((char *)d[b] + 1, b, d[a], a, len);
-      cudaError_t e2 = cudaMemcpyPeerAsync(d[a], a, (char *)d[b] + 1, b, len, s);
+      cudaError_t e1 = cudaMemcpyPeer((char *)x[b] + 1, b, d[a], a, len);
+      cudaError_t e2 = cudaMemcpyPeerAsync((char *)d[a] + 2, a, (char *)x[b] + 1, b, len, s);
       cudaError_t e3 = cudaStreamSynchronize(s);
       memset(back, 0, SIZE);
       cudaError_t e4 = cudaMemcpy(back, d[a], SIZE, cudaMemcpyDefault);
@@ -82,11 +88,14 @@ int main(void) {
   TC(cudaMemcpyPeer(d[0], 0, d[0], 0, SIZE + 17));
   TC(cudaMemcpyPeer(h, 0, d[0], 0, 16));
   TC(cudaMemcpyPeerAsync(d[0], 0, d[0], n, 16, s));
+  TC(cudaMemcpyPeerAsync(d[0], 0, d[0], n, 0, s));
   TC(cudaMemcpyPeerAsync(d[0], 0, d[0], 0, 16, cudaStreamPerThread));
   TC(cudaStreamSynchronize(s));
   TC(cudaStreamDestroy(s));
   for (int i = 0; i < n; i++) TC(cudaFree(d[i]));
+  for (int i = 0; i < n; i++) TC(cudaFree(x[i]));
   free(d);
+  free(x);
   free(h);
   free(back);
   return 0;

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 
 #include "fake_driver.h"
+#include "stream.h"
 
 /* What the last driver call received. */
 static struct {
@@ -201,6 +202,17 @@ Test(memory, managed_flags) {
   cr_expect_eq(got.flags, CU_MEM_ATTACH_HOST);
 }
 
+/* Size 0 succeeds with NULL (NVIDIA's, measured), after the other checks. */
+Test(memory, managed_zero) {
+  void *p = (void *)1;
+  cr_expect_eq(cudaMallocManaged(&p, 0, cudaMemAttachGlobal), cudaSuccess);
+  cr_expect_null(p);
+  cr_expect_eq(cudaPeekAtLastError(), cudaSuccess);
+  cr_expect_eq(got.calls, 0, "size 0 never reaches cuMemAllocManaged");
+  cr_expect_eq(cudaMallocManaged(NULL, 0, cudaMemAttachGlobal), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMallocManaged(&p, 0, 0), cudaErrorInvalidValue);
+}
+
 CUDAEV_DECLARE_VARIANT(cudaMemcpy, _ptds);
 CUDAEV_DECLARE_VARIANT(cudaMemcpyAsync, _ptsz);
 CUDAEV_DECLARE_VARIANT(cudaMemset, _ptds);
@@ -235,6 +247,12 @@ Test(memory, memcpy_kinds) {
   cr_expect_eq(cudaMemcpy(dv, h, 3, (enum cudaMemcpyKind)-1), cudaErrorInvalidMemcpyDirection);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidMemcpyDirection);
   cr_expect_eq(cudaMemcpy(dv, h, 0, cudaMemcpyHostToDevice), cudaSuccess);
+  cudaGetLastError();
+  /* size 0 is checked before the kind (NVIDIA's, measured) */
+  cr_expect_eq(cudaMemcpy(dv, h, 0, (enum cudaMemcpyKind)9), cudaSuccess);
+  cr_expect_eq(cudaMemcpy_ptds(dv, h, 0, (enum cudaMemcpyKind)9), cudaSuccess);
+  cr_expect_eq(cudaMemcpyAsync(dv, h, 0, (enum cudaMemcpyKind)9, 0), cudaSuccess);
+  cr_expect_eq(cudaPeekAtLastError(), cudaSuccess);
   cr_expect_eq(got.calls, before, "bad kinds and empty copies reach no driver call");
   next = CUDA_ERROR_INVALID_VALUE;
   cr_expect_eq(cudaMemcpy(h, h, 3, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
@@ -280,12 +298,36 @@ Test(memory, memcpy_peer) {
   cr_expect_eq(cudaMemcpyPeer(a, 2, b, 0, 4), cudaErrorInvalidDevice);
   cr_expect_eq(cudaMemcpyPeer(a, 0, b, -1, 4), cudaErrorInvalidDevice);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDevice);
+  /* size 0 succeeds before the devices are checked (NVIDIA's, measured) */
+  int before = got.calls;
+  cr_expect_eq(cudaMemcpyPeer(a, 2, b, 0, 0), cudaSuccess);
+  cr_expect_eq(cudaMemcpyPeerAsync(a, 0, b, -1, 0, 0), cudaSuccess);
+  cr_expect_eq(cudaPeekAtLastError(), cudaSuccess);
+  cr_expect_eq(got.calls, before);
   cr_expect_eq(cudaMemcpyPeer(a, 1, b, 0, 4), cudaSuccess);
   cr_expect_str_eq(got.fn, "cuMemcpyPeer");
   cr_expect_eq(got.c1, (CUcontext)(uintptr_t)0x1001, "destination: device 1's primary context");
   cr_expect_eq(got.c2, (CUcontext)(uintptr_t)0x1000);
   cr_expect_eq(got.d, 0x7000);
   cr_expect_eq(got.s, 0x7100);
+}
+
+/* A stream destroyed through the runtime never reaches the driver. */
+Test(memory, destroyed_stream_refused) {
+  char h[8] = {0};
+  void *dv = (void *)0x7000;
+  cudaStream_t s = (cudaStream_t)(uintptr_t)0x4240;
+  cudaev__handle_bury(s);
+  int before = got.calls;
+  cr_expect_eq(cudaMemcpyAsync(dv, h, 8, cudaMemcpyHostToDevice, s), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaMemsetAsync(dv, 0, 8, s), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaMemcpyPeerAsync(dv, 0, dv, 0, 8, s), cudaErrorInvalidResourceHandle);
+  struct cudaMemLocation l = {cudaMemLocationTypeDevice, 0};
+  cr_expect_eq(cudaMemPrefetchAsync((void *)0x9000, 64, l, 0, s), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(got.calls, before);
+  cudaev__handle_revive(s);
+  cr_expect_eq(cudaMemcpyAsync(dv, h, 8, cudaMemcpyHostToDevice, s), cudaSuccess);
 }
 
 Test(memory, prefetch_and_advise_locations) {

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 
 #include "fake_driver.h"
+#include "stream.h"
 
 static struct {
   int calls;
@@ -191,6 +192,49 @@ Test(mempool, access_and_attributes) {
   cr_expect_eq(got.attr, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD);
 }
 
+/* NULL in/out pointers crash NVIDIA's runtime (cudaMemPoolSetAttribute,
+ * measured): ours refuses them before the driver. */
+Test(mempool, null_pointers_refused) {
+  cudaMemPool_t pool = (cudaMemPool_t)(uintptr_t)0xb000;
+  cr_expect_eq(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, NULL),
+               cudaErrorInvalidValue);
+  cr_expect_eq(got.calls, 0);
+  cr_expect_eq(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, NULL),
+               cudaErrorInvalidValue);
+  enum cudaMemAccessFlags f;
+  struct cudaMemLocation l = {cudaMemLocationTypeDevice, 0};
+  cr_expect_eq(cudaMemPoolGetAccess(NULL, pool, &l), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMemPoolGetAccess(&f, pool, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMemPoolSetAccess(pool, NULL, 1), cudaErrorInvalidValue);
+  cr_expect_eq(got.calls, 0);
+  void *p;
+  cr_expect_eq(cudaMallocFromPoolAsync(NULL, 16, pool, 0), cudaErrorInvalidValue);
+  struct cudaMemPoolPtrExportData x;
+  cr_expect_eq(cudaMemPoolExportPointer(NULL, (void *)0x7000), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMemPoolImportPointer(NULL, pool, &x), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMemPoolImportPointer(&p, pool, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMemPoolExportToShareableHandle(NULL, pool, cudaMemHandleTypePosixFileDescriptor,
+                                                  0),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaMemPoolImportFromShareableHandle(NULL, (void *)3,
+                                                    cudaMemHandleTypePosixFileDescriptor, 0),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+}
+
+/* A stream destroyed through the runtime never reaches the driver. */
+Test(mempool, destroyed_stream_refused) {
+  cudaStream_t s = (cudaStream_t)(uintptr_t)0x4240;
+  cudaev__handle_bury(s);
+  void *p;
+  cr_expect_eq(cudaMallocAsync(&p, 100, s), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaFreeAsync((void *)0x7000, s), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaMallocFromPoolAsync(&p, 100, (cudaMemPool_t)(uintptr_t)0xb000, s),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(got.calls, 0);
+}
+
 Test(mempool, default_pool_location) {
   cudaMemPool_t pool;
   struct cudaMemLocation l = {cudaMemLocationTypeDevice, 0};
@@ -242,7 +286,9 @@ Test(mempool, peer_access) {
   cr_expect_eq(cudaDeviceEnablePeerAccess(5, 0), cudaErrorInvalidDevice);
   cr_expect_eq(cudaDeviceEnablePeerAccess(1, 1), cudaErrorInvalidValue);
   cr_expect_eq(got.calls, 0);
-  cr_expect_eq(cudaDeviceEnablePeerAccess(0, 0), cudaErrorInvalidDevice, "no access to itself");
+  cr_expect_eq(cudaDeviceEnablePeerAccess(0, 0), cudaErrorPeerAccessUnsupported,
+               "no access to itself (NVIDIA's, measured)");
+  cr_expect_eq(cudaGetLastError(), cudaErrorPeerAccessUnsupported);
   cr_expect_eq(got.calls, 0);
   cr_expect_eq(cudaDeviceEnablePeerAccess(1, 0), cudaSuccess);
   cr_expect_eq(got.peer, (CUcontext)(uintptr_t)0x1001, "the peer's primary context");
