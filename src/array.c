@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include "array.h"
+#include "stream.h"
 
 #include <string.h>
 
@@ -227,6 +228,7 @@ cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDe
   CUarray a = NULL;
   CUresult r = cudaev__drv.cuArray3DCreate(&a, &ad);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  cudaev__handle_revive(a);
   *array = (cudaArray_t)a;
   return cudaSuccess;
 }
@@ -241,6 +243,7 @@ cudaError_t cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormat
   CUarray a = NULL;
   CUresult r = cudaev__drv.cuArray3DCreate(&a, &ad);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  cudaev__handle_revive(a);
   *array = (cudaArray_t)a;
   return cudaSuccess;
 }
@@ -260,10 +263,18 @@ cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
   return cudaSuccess;
 }
 
+/* A freed array is remembered (src/stream.h's table of destroyed
+ * handles): the driver's copies crash on one (NVIDIA's runtime with them),
+ * ours refuse it with cudaErrorInvalidResourceHandle. */
 cudaError_t cudaFreeArray(cudaArray_t array) {
   CUDAEV_CTX_OR_RETURN();
   if (array == NULL) return cudaSuccess;
-  return cudaev__ret_cu(cudaev__drv.cuArrayDestroy((CUarray)array));
+  /* The driver itself answers a second free (cudaErrorContextIsDestroyed,
+   * as with NVIDIA's runtime). */
+  cudaev__handle_bury(array);
+  CUresult r = cudaev__drv.cuArrayDestroy((CUarray)array);
+  if (r != CUDA_SUCCESS) cudaev__handle_revive(array);
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray) {

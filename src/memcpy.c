@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #include "array.h"
+#include "stream.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -105,9 +106,10 @@ static cudaError_t copy2d(struct side2d dst, struct side2d src, size_t width, si
 }
 
 /* Array handles as the deprecated and 2D array copies receive them: NULL
- * is an invalid handle, not "no array" (as NVIDIA's runtime answers). */
+ * is an invalid handle, not "no array" (as NVIDIA's runtime answers); so is
+ * an array freed through this runtime (the driver would crash on it). */
 static inline cudaError_t need_array(const void *a) {
-  return a == NULL ? cudaErrorInvalidResourceHandle : cudaSuccess;
+  return a == NULL || cudaev__handle_dead(a) ? cudaErrorInvalidResourceHandle : cudaSuccess;
 }
 
 /* The kinds each array copy accepts, as NVIDIA's runtime checks them

@@ -52,7 +52,13 @@ static inline cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_
                                            cudaStream_t stream, bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
   CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
-  if (ptr == NULL || pool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (ptr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (pool == NULL) {
+    /* NVIDIA's runtime clears the output first (measured: a pointer
+     * passed in was NULL after the refused call, H200 2026-11-21). */
+    *ptr = NULL;
+    return cudaev__ret(cudaErrorInvalidValue);
+  }
   return cudaev__ret_cu(cudaev__drv.cuMemAllocFromPoolAsync(
       (CUdeviceptr *)ptr, size, (CUmemoryPool)pool, cudaev__stream(stream, per_thread)));
 }

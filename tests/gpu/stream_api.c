@@ -95,8 +95,9 @@ int main(void) {
   printf("mem sync domain = %d\n", (int)out.memSyncDomain);
   TC(cudaStreamGetAttribute(s, cudaLaunchAttributeCooperative, &out));
   TC(cudaStreamGetAttribute(s, (cudaStreamAttrID)1000, &out));
-  TC(cudaStreamGetAttribute(s, cudaStreamAttributeSynchronizationPolicy, NULL));
-  TC(cudaStreamSetAttribute(s, cudaStreamAttributeSynchronizationPolicy, NULL));
+  /* NULL values crash NVIDIA's runtime (H200, 2026-11-21). */
+  TREFUSE(cudaStreamGetAttribute(s, cudaStreamAttributeSynchronizationPolicy, NULL));
+  TREFUSE(cudaStreamSetAttribute(s, cudaStreamAttributeSynchronizationPolicy, NULL));
   T(cudaStreamCopyAttributes(nb, s));
   memset(&out, 0, sizeof out);
   T(cudaStreamGetAttribute(nb, cudaStreamAttributeSynchronizationPolicy, &out));
@@ -110,11 +111,11 @@ int main(void) {
   st = cudaStreamCaptureStatusActive;
   T(cudaStreamIsCapturing(NULL, &st));
   printf("capturing(NULL) = %d\n", (int)st);
-  TC(cudaStreamIsCapturing(s, NULL));
+  TREFUSE(cudaStreamIsCapturing(s, NULL));
   st = cudaStreamCaptureStatusActive;
   T(cudaStreamGetCaptureInfo(s, &st, NULL, NULL, NULL, NULL, NULL));
   printf("capture info(s) = %d\n", (int)st);
-  TC(cudaStreamGetCaptureInfo(s, NULL, NULL, NULL, NULL, NULL, NULL));
+  TREFUSE(cudaStreamGetCaptureInfo(s, NULL, NULL, NULL, NULL, NULL, NULL));
   TC(cudaStreamBeginCapture(NULL, cudaStreamCaptureModeGlobal));
   TC(cudaStreamBeginCapture(cudaStreamLegacy, cudaStreamCaptureModeGlobal));
   TC(cudaStreamBeginCapture(s, (enum cudaStreamCaptureMode)7));
