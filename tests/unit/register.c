@@ -44,8 +44,9 @@ static const unsigned long long image_a[4] = {1}, image_b[4] = {2};
 static struct wrapper wrap_a = {0x466243B1, 1, image_a, NULL};
 static struct wrapper wrap_b = {0x466243B1, 1, image_b, NULL};
 
-/* Host stubs: any distinct addresses do. */
-static char stub_k1, stub_k2, stub_tmpl, stub_unknown;
+/* Host stubs are functions in real programs: code, readable for at least
+ * 8 bytes (the launch path reads a handle's first word). */
+static _Alignas(16) char stub_k1[16], stub_k2[16], stub_tmpl[16], stub_unknown[16];
 static int shadow_dev[8];
 static int *shadow_managed;
 
@@ -192,9 +193,9 @@ static void setup(void) {
 
 static void **register_a(void) {
   void **h = __cudaRegisterFatBinary(&wrap_a);
-  __cudaRegisterFunction(h, &stub_k1, "k1", "k1", -1, NULL, NULL, NULL, NULL, NULL);
-  __cudaRegisterFunction(h, &stub_k2, "k2", "k2", -1, NULL, NULL, NULL, NULL, NULL);
-  __cudaRegisterFunction(h, &stub_tmpl, "tmpl", "tmpl", -1, NULL, NULL, NULL, NULL, NULL);
+  __cudaRegisterFunction(h, stub_k1, "k1", "k1", -1, NULL, NULL, NULL, NULL, NULL);
+  __cudaRegisterFunction(h, stub_k2, "k2", "k2", -1, NULL, NULL, NULL, NULL, NULL);
+  __cudaRegisterFunction(h, stub_tmpl, "tmpl", "tmpl", -1, NULL, NULL, NULL, NULL, NULL);
   __cudaRegisterVar(h, (char *)shadow_dev, "dev", "dev", 0, sizeof shadow_dev, 0, 0);
   __cudaRegisterManagedVar(h, (void **)&shadow_managed, "man", "man", 0, sizeof(int), 0, 0);
   __cudaRegisterFatBinaryEnd(h);
@@ -297,7 +298,7 @@ Test(register_, cuda_get_kernel_gives_a_launchable_cukernel) {
 Test(register_, same_stub_from_two_translation_units) {
   void **a = register_a();
   void **b = __cudaRegisterFatBinary(&wrap_b);
-  __cudaRegisterFunction(b, &stub_tmpl, "tmpl", "tmpl", -1, NULL, NULL, NULL, NULL, NULL);
+  __cudaRegisterFunction(b, stub_tmpl, "tmpl", "tmpl", -1, NULL, NULL, NULL, NULL, NULL);
   cr_assert_eq(cudaLaunchKernel(&stub_tmpl, one, one, NULL, 0, NULL), cudaSuccess);
   cr_expect_eq(libs[loads - 1].image, image_a, "the first registration is used");
   __cudaUnregisterFatBinary(a);
@@ -409,7 +410,7 @@ Test(register_, foreign_cukernel_launches) {
 
 Test(register_, missing_device_function_is_invalid_device_function) {
   void **h = __cudaRegisterFatBinary(&wrap_a);
-  __cudaRegisterFunction(h, &stub_k1, "missing", "missing", -1, NULL, NULL, NULL, NULL, NULL);
+  __cudaRegisterFunction(h, stub_k1, "missing", "missing", -1, NULL, NULL, NULL, NULL, NULL);
   cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, NULL),
                cudaErrorInvalidDeviceFunction);
 }
