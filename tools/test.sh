@@ -4,6 +4,7 @@
 # Ends with "N passed, N failed, N skipped".
 #
 #   tools/test.sh [BUILD_DIR] [extra meson setup options...]
+#   SUITES="tsan" tools/test.sh ...     other suites (default: "unit gpu")
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${1:-build}
@@ -13,4 +14,5 @@ if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$@"
 fi
 ninja -C "$build"
-exec tests/gpu/run.sh -b "$build" -o "$build/test-logs" unit gpu
+# shellcheck disable=SC2086
+exec tests/gpu/run.sh -b "$build" -o "$build/test-logs" ${SUITES:-unit gpu}
