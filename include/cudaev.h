@@ -274,6 +274,11 @@ cudaError_t cudaev_launch_cufunc_async(cudaev_loop_t *loop, struct CUfunc_st *fu
                                        dim3 block, void **args, size_t shmem,
                                        cudaStream_t stream, cudaev_future_t **out);
 
+/* cudaGraphLaunch + completion: the future completes once the stream has
+ * passed the whole graph launch. Errors as cudaGraphLaunch's. Thread: any. */
+cudaError_t cudaev_graph_launch_async(cudaev_loop_t *loop, cudaGraphExec_t exec,
+                                      cudaStream_t stream, cudaev_future_t **out);
+
 /* Loop-thread host function. When the stream reaches this point, fn(user)
  * runs on the loop thread, with the loop's context current; it MAY call
  * CUDA (unlike cudaLaunchHostFunc), but must not wait for `stream` itself
@@ -281,8 +286,11 @@ cudaError_t cudaev_launch_cufunc_async(cudaev_loop_t *loop, struct CUfunc_st *fu
  * starts only after fn returned. The future completes once the stream has
  * passed that point; its outcome is fn's return value (or a context error,
  * or CUDAEV_ERROR_LOOP_DESTROYED if the loop was destroyed before fn ran,
- * in which case fn does not run). Needs stream memory operations:
- * cudaErrorNotSupported on devices without them. */
+ * in which case fn does not run). Without stream memory operations (the
+ * pooled-event fallback, or CUDAEV_LOOP_EVENTS=1) a driver host function
+ * holds the stream until fn has run; the driver may then hold back other
+ * host functions of the context meanwhile, so fn must not wait for any
+ * (nor synchronize the context). */
 cudaError_t cudaev_host_func(cudaev_loop_t *loop, cudaStream_t stream, cudaev_host_fn fn,
                              void *user, cudaev_future_t **out);
 

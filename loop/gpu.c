@@ -1,5 +1,5 @@
 /* GPU completion sources (cudaev_stream_future, cudaev_event_future, the
- * async memcpy/memset/malloc/launch variants, cudaev_host_func) and device
+ * async memcpy/memset/malloc/launch/graph-launch variants, cudaev_host_func) and device
  * notifications.
  *
  * How a completion is detected (docs/design.md has the picture):
@@ -14,24 +14,59 @@
  *  - host functions never run after a sticky context error, so a watchdog
  *    timer queries the loop's internal stream every 200 ms and fails every
  *    pending future with the context's error;
+ *  - at most one such wakeup is in flight per stream (it covers everything
+ *    submitted before it; when it fires the loop arms the next one), and
+ *    none is armed on a stream that holds a loop-thread host function not
+ *    yet run: the loop thread must never block in an enqueue on a stream
+ *    whose queue is full behind a gate only the loop can open (the driver
+ *    blocks enqueues once about a thousand operations are pending on a
+ *    stream);
  *  - where stream memory operations are missing, pooled events replace the
- *    words (CUDAEV_LOOP_EVENTS=1 forces this path).
+ *    words (CUDAEV_LOOP_EVENTS=1 forces this path). cuEventQuery's
+ *    CUDA_ERROR_NOT_READY means "not yet"; CUDA_SUCCESS completes the
+ *    future; any other code is its outcome. Loop-thread host functions
+ *    then use a driver host function that blocks on a futex until the loop
+ *    has run fn (struct cudaev__hgate), followed by a pooled event.
  */
 #include "loop_internal.h"
 
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define WORDS_PER_CHUNK 4096u
 #define MAX_CHUNKS 1024u
 #define NBUCKETS 1024u
 #define WATCHDOG_NS 200000000ull
 
+/* The argument of an armed wakeup (wake_arm_fn): refcounted, so that it
+ * outlives the stream's record and the loop when the driver runs the host
+ * function late. One reference is the record's, one each armed wakeup's. */
+struct cudaev__arm {
+  _Atomic uint32_t refs;
+  _Atomic uint32_t armed; /* 1 while a wakeup is queued on the stream */
+  struct cudaev__waker *w;
+};
+
+/* Event path of a loop-thread host function: the driver's host function
+ * (gate_fn) sets `reached`, wakes the loop, and blocks until the loop sets
+ * `open`. References: gate_fn's and the HOSTFN future's. */
+struct cudaev__hgate {
+  _Atomic uint32_t refs;
+  _Atomic uint32_t reached;
+  _Atomic uint32_t open;
+  struct cudaev__waker *w;
+};
+
 struct cudaev__track {
   CUstream stream;
   struct cudaev_future *head, *tail; /* FIFO, oldest first */
   struct cudaev__track *hnext;       /* hash chain */
+  struct cudaev__arm *arm;
   uint32_t busy_idx;                 /* index in gpu->busy, UINT32_MAX when idle */
+  uint32_t ngates;                   /* loop-thread host functions in the FIFO */
   uint64_t nsub;                     /* plain futures submitted */
   uint64_t armed_upto;               /* nsub when a wakeup was last armed */
 };
@@ -101,8 +136,11 @@ static cudaError_t word_get(struct cudaev__gpu *g, uint32_t *out) {
   }
   memset(host, 0, WORDS_PER_CHUNK * 4u);
   pthread_mutex_lock(&g->mu);
+  /* The free list must hold every word ever made (all may come back at
+   * once), not just those free now. */
   if (g->nchunks == MAX_CHUNKS ||
-      !grow((void **)&g->free_words, &g->cap_free, sizeof(uint32_t), g->nfree + WORDS_PER_CHUNK)) {
+      !grow((void **)&g->free_words, &g->cap_free, sizeof(uint32_t),
+            (g->nchunks + 1) * WORDS_PER_CHUNK)) {
     pthread_mutex_unlock(&g->mu);
     cudaev__drv.cuMemFreeHost(host);
     return cudaErrorMemoryAllocation;
@@ -119,7 +157,8 @@ static cudaError_t word_get(struct cudaev__gpu *g, uint32_t *out) {
 static void words_put(struct cudaev__gpu *g, const uint32_t *w, uint32_t n) {
   if (n == 0) return;
   pthread_mutex_lock(&g->mu);
-  /* cap_free always covers every word ever made (grown with the chunks). */
+  /* cap_free covers every word ever made (word_get grows it with each
+   * chunk to nchunks * WORDS_PER_CHUNK). */
   for (uint32_t i = 0; i < n; i++) g->free_words[g->nfree++] = w[i];
   pthread_mutex_unlock(&g->mu);
 }
@@ -201,16 +240,51 @@ cudaError_t cudaev__gpu_init(struct cudaev_loop *loop) {
   return cudaSuccess;
 }
 
+/* ---- event-path host-function gates ------------------------------------ */
+
+static void hgate_release(struct cudaev__hgate *hg) {
+  if (atomic_fetch_sub_explicit(&hg->refs, 1, memory_order_acq_rel) != 1) return;
+  cudaev__waker_release(hg->w);
+  cudaev__free(hg, sizeof *hg);
+}
+
+/* Loop thread: lets a blocked gate_fn return (or one not yet run pass). */
+static void hgate_open(struct cudaev__hgate *hg) {
+  atomic_store_explicit(&hg->open, 1, memory_order_release);
+  syscall(SYS_futex, (uint32_t *)&hg->open, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Driver host-function thread (event path): no CUDA call in here. */
+static void CUDA_CB gate_fn(void *arg) {
+  struct cudaev__hgate *hg = arg;
+  atomic_store_explicit(&hg->reached, 1, memory_order_release);
+  cudaev__waker_wake(hg->w);
+  while (atomic_load_explicit(&hg->open, memory_order_acquire) == 0)
+    syscall(SYS_futex, (uint32_t *)&hg->open, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+  hgate_release(hg);
+}
+
 /* ---- tracking (loop thread) --------------------------------------------- */
 
-static struct cudaev__track *track_get(struct cudaev__gpu *g, CUstream s) {
+static struct cudaev__track *track_get(struct cudaev__gpu *g, struct cudaev__waker *w,
+                                       CUstream s) {
   uintptr_t h = ((uintptr_t)s >> 4) * 0x9E3779B97F4A7C15ull;
   struct cudaev__track **b = &g->buckets[(h >> 32) % NBUCKETS];
   for (struct cudaev__track *t = *b; t != NULL; t = t->hnext)
     if (t->stream == s) return t;
   struct cudaev__track *t = cudaev__alloc(sizeof *t);
-  if (t == NULL) return NULL;
+  struct cudaev__arm *a = cudaev__alloc(sizeof *a);
+  if (t == NULL || a == NULL) {
+    cudaev__free(t, sizeof *t);
+    cudaev__free(a, sizeof *a);
+    return NULL;
+  }
   memset(t, 0, sizeof *t);
+  atomic_init(&a->refs, 1);
+  atomic_init(&a->armed, 0);
+  a->w = w;
+  atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);
+  t->arm = a;
   t->stream = s;
   t->busy_idx = UINT32_MAX;
   t->hnext = *b;
@@ -221,13 +295,24 @@ static struct cudaev__track *track_get(struct cudaev__gpu *g, CUstream s) {
 void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
   struct cudaev__gpu *g = loop->gpu;
   /* Until tracked, `track` carries the stream handle (see gpu_submit). */
-  struct cudaev__track *t = track_get(g, (CUstream)(void *)f->track);
+  struct cudaev__track *t = track_get(g, loop->waker, (CUstream)(void *)f->track);
   if (t == NULL || (t->busy_idx == UINT32_MAX &&
                     !grow((void **)&g->busy, &g->cap_busy, sizeof *g->busy, g->nbusy + 1))) {
     /* Out of memory: report it; the word is not recycled (the GPU may
-     * still write it). */
+     * still write it). A host function's gate opens now (fn does not run;
+     * its future gets the error): the stream must not wait forever. */
     cudaev__future_try_complete(f, cudaErrorMemoryAllocation);
-    if (f->kind == CUDAEV__K_HOSTFN) cudaev_future_release(f->user);
+    if (f->kind == CUDAEV__K_HOSTFN) {
+      struct cudaev_future *uf = f->user;
+      if (uf != NULL) uf->aux.hostfn_result = cudaErrorMemoryAllocation;
+      if (f->use_event) {
+        hgate_open(f->aux.hg);
+        hgate_release(f->aux.hg);
+      } else {
+        __atomic_store_n(word_ptr(g, f->gate), f->tag, __ATOMIC_RELEASE);
+      }
+      cudaev_future_release(uf);
+    }
     cudaev_future_release(f);
     return;
   }
@@ -239,6 +324,7 @@ void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
     t->head = f;
   t->tail = f;
   if (f->kind == CUDAEV__K_GPU && !f->has_gate) t->nsub++;
+  if (f->kind == CUDAEV__K_HOSTFN) t->ngates++;
   if (t->busy_idx == UINT32_MAX) {
     t->busy_idx = g->nbusy;
     g->busy[g->nbusy++] = t;
@@ -254,10 +340,21 @@ bool cudaev__gpu_word_done(struct cudaev_future *f) {
   return __atomic_load_n(word_ptr(g, f->x.word), __ATOMIC_ACQUIRE) == f->tag;
 }
 
-static bool head_done(struct cudaev__gpu *g, struct cudaev_future *f) {
-  if (f->use_event) return cudaev__drv.cuEventQuery(f->u.ev) == CUDA_SUCCESS;
-  return __atomic_load_n(word_ptr(g, f->x.word), __ATOMIC_ACQUIRE) == f->tag;
+/* Where the GPU is with f: cudaErrorNotReady while it has not passed f's
+ * marker, else f's outcome (cudaSuccess, or the error cuEventQuery gave). */
+static cudaError_t head_state(struct cudaev__gpu *g, struct cudaev_future *f) {
+  if (f->kind == CUDAEV__K_HOSTFN && f->use_event)
+    return atomic_load_explicit(&f->aux.hg->reached, memory_order_acquire) ? cudaSuccess
+                                                                            : cudaErrorNotReady;
+  if (f->use_event) {
+    CUresult r = cudaev__drv.cuEventQuery(f->u.ev);
+    if (r == CUDA_ERROR_NOT_READY) return cudaErrorNotReady; /* not yet: never an outcome */
+    return cudaev__error_from_cu(r);
+  }
+  return __atomic_load_n(word_ptr(g, f->x.word), __ATOMIC_ACQUIRE) == f->tag ? cudaSuccess
+                                                                               : cudaErrorNotReady;
 }
+
 
 struct recycle {
   uint32_t w[64];
@@ -279,27 +376,33 @@ static void finish(struct cudaev_loop *loop, struct cudaev_future *f, struct rec
   struct cudaev__gpu *g = loop->gpu;
   g->ntracked--;
   if (f->kind == CUDAEV__K_HOSTFN) {
+    f->track->ngates--;
     struct cudaev_future *uf = f->user;
     if (uf != NULL) {
       cudaError_t res = fail;
       if (fail == cudaSuccess) res = f->u.h.fn(f->u.h.user);
-      uf->u.hostfn_result = res;
+      uf->aux.hostfn_result = res;
     }
     /* Open the gate: the stream goes on. */
-    __atomic_store_n(word_ptr(g, f->gate), f->tag, __ATOMIC_RELEASE);
-    recycle_word(g, rc, f->x.word);
+    if (f->use_event) {
+      hgate_open(f->aux.hg);
+      hgate_release(f->aux.hg);
+    } else {
+      __atomic_store_n(word_ptr(g, f->gate), f->tag, __ATOMIC_RELEASE);
+      recycle_word(g, rc, f->x.word);
+    }
     cudaev_future_release(uf);
     cudaev_future_release(f);
     return;
   }
-  cudaError_t st = fail != cudaSuccess ? fail : f->has_gate ? f->u.hostfn_result : cudaSuccess;
+  cudaError_t st = fail != cudaSuccess ? fail : f->has_gate ? f->aux.hostfn_result : cudaSuccess;
   if (cudaev__future_try_complete(f, st) && fail == cudaSuccess && now > f->t_submit)
     g->ewma_ns = g->ewma_ns - g->ewma_ns / 8 + (now - f->t_submit) / 8;
   if (f->use_event)
     event_put(g, f->u.ev);
   else
     recycle_word(g, rc, f->x.word);
-  if (f->has_gate) recycle_word(g, rc, f->gate);
+  if (f->has_gate && !f->use_event) recycle_word(g, rc, f->gate);
   cudaev_future_release(f); /* the FIFO's reference */
 }
 
@@ -321,11 +424,12 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop) {
   for (uint32_t i = 0; i < g->nbusy;) {
     struct cudaev__track *t = g->busy[i];
     struct cudaev_future *f;
-    while ((f = t->head) != NULL && head_done(g, f)) {
+    cudaError_t st;
+    while ((f = t->head) != NULL && (st = head_state(g, f)) != cudaErrorNotReady) {
       t->head = f->qnext;
       if (t->head == NULL) t->tail = NULL;
       if (now == 0) now = cudaev__now_ns();
-      finish(loop, f, &rc, cudaSuccess, now);
+      finish(loop, f, &rc, st, now);
       any = true;
     }
     if (t->head == NULL && t->busy_idx == i)
@@ -376,9 +480,24 @@ static void CUDA_CB wake_fn(void *arg) {
   cudaev__waker_release(w);
 }
 
+static void arm_release(struct cudaev__arm *a) {
+  if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) != 1) return;
+  cudaev__waker_release(a->w);
+  cudaev__free(a, sizeof *a);
+}
+
+/* An armed wakeup: clear `armed` before waking, so that the pass the wake
+ * causes may arm the next one. */
+static void CUDA_CB wake_arm_fn(void *arg) {
+  struct cudaev__arm *a = arg;
+  atomic_store_explicit(&a->armed, 0, memory_order_seq_cst);
+  cudaev__waker_wake(a->w);
+  arm_release(a);
+}
+
 static bool any_head_done(struct cudaev__gpu *g) {
   for (uint32_t i = 0; i < g->nbusy; i++)
-    if (head_done(g, g->busy[i]->head)) return true;
+    if (head_state(g, g->busy[i]->head) != cudaErrorNotReady) return true;
   return false;
 }
 
@@ -407,12 +526,21 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
    * last one (UCX): it writes the eventfd when the stream gets there. */
   for (uint32_t i = 0; i < g->nbusy; i++) {
     struct cudaev__track *t = g->busy[i];
-    if (t->nsub <= t->armed_upto) continue;
-    atomic_fetch_add_explicit(&loop->waker->refs, 1, memory_order_relaxed);
-    if (cudaev__drv.cuLaunchHostFunc(t->stream, wake_fn, loop->waker) == CUDA_SUCCESS)
+    /* Nothing new; or a wakeup still queued (it fires when the stream has
+     * passed it, and the pass it causes arms the next); or a loop-thread
+     * host function pending on the stream (its own wakeup comes first,
+     * and an enqueue could block the loop behind its closed gate). */
+    if (t->nsub <= t->armed_upto || t->ngates > 0 ||
+        atomic_load_explicit(&t->arm->armed, memory_order_seq_cst))
+      continue;
+    atomic_store_explicit(&t->arm->armed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->arm->refs, 1, memory_order_relaxed);
+    if (cudaev__drv.cuLaunchHostFunc(t->stream, wake_arm_fn, t->arm) == CUDA_SUCCESS) {
       t->armed_upto = t->nsub;
-    else
-      cudaev__waker_release(loop->waker); /* the watchdog still polls */
+    } else {
+      atomic_store_explicit(&t->arm->armed, 0, memory_order_relaxed);
+      arm_release(t->arm); /* the watchdog still polls */
+    }
   }
   /* Something may have finished while arming. */
   if (any_head_done(g)) return 0;
@@ -437,6 +565,7 @@ void cudaev__gpu_fini(struct cudaev_loop *loop) {
     struct cudaev__track *t = g->buckets[b];
     while (t != NULL) {
       struct cudaev__track *n = t->hnext;
+      arm_release(t->arm);
       cudaev__free(t, sizeof *t);
       t = n;
     }
@@ -598,6 +727,81 @@ CUDAEV_EXPORT cudaError_t cudaev_launch_cufunc_async(cudaev_loop_t *loop, struct
   return sub_end(&s, e);
 }
 
+CUDAEV_EXPORT cudaError_t cudaev_graph_launch_async(cudaev_loop_t *loop, cudaGraphExec_t exec,
+                                                    cudaStream_t stream, cudaev_future_t **out) {
+  struct sub s;
+  cudaError_t e = sub_begin(&s, loop, out);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  e = cudaGraphLaunch(exec, stream);
+  if (e == cudaSuccess) e = mark(loop, (CUstream)stream, out);
+  return sub_end(&s, e);
+}
+
+/* Event path of cudaev_host_func: on the stream,
+ *   launchHostFunc(gate_fn: reached = 1, wake, block until open); record(ev)
+ * The loop sees `reached`, runs fn, sets `open`; the pooled event completes
+ * the user's future once the stream has passed. While gate_fn blocks, the
+ * driver may hold back other host functions of the context (NVIDIA may
+ * serialize them): fn must not wait for one. */
+static cudaError_t host_func_events(struct cudaev_loop *loop, CUstream st, cudaev_host_fn fn,
+                                    void *user, cudaev_future_t **out) {
+  struct cudaev__gpu *g = loop->gpu;
+  struct cudaev_future *t = cudaev__future_new(loop, CUDAEV__K_HOSTFN);
+  struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
+  struct cudaev__hgate *hg = cudaev__alloc(sizeof *hg);
+  if (t == NULL || f == NULL || hg == NULL) {
+    cudaev_future_release(t);
+    cudaev_future_release(f);
+    cudaev__free(hg, sizeof *hg);
+    return cudaErrorMemoryAllocation;
+  }
+  atomic_init(&hg->refs, 2); /* gate_fn's and t's */
+  atomic_init(&hg->reached, 0);
+  atomic_init(&hg->open, 0);
+  hg->w = loop->waker;
+  atomic_fetch_add_explicit(&hg->w->refs, 1, memory_order_relaxed);
+  CUevent ev = NULL;
+  cudaError_t e = event_get(g, &ev);
+  if (e == cudaSuccess) e = cudaev__error_from_cu(cudaev__drv.cuLaunchHostFunc(st, gate_fn, hg));
+  if (e != cudaSuccess) {
+    /* Nothing is on the stream. */
+    if (ev != NULL) event_put(g, ev);
+    hgate_release(hg);
+    hgate_release(hg);
+    cudaev_future_release(t);
+    cudaev_future_release(f);
+    return e;
+  }
+  /* From here gate_fn is on the stream: t must be tracked so that the loop
+   * opens the gate (it would block the driver's thread forever). */
+  t->use_event = 1;
+  t->aux.hg = hg;
+  t->u.h.fn = fn;
+  t->u.h.user = user;
+  t->t_submit = cudaev__now_ns();
+  t->track = (struct cudaev__track *)(void *)st;
+  e = cudaev__error_from_cu(cudaev__drv.cuEventRecord(ev, st));
+  if (e != cudaSuccess) {
+    event_put(g, ev);
+    t->user = NULL; /* fn will not run; the gate still opens once reached */
+    cudaev__future_submit(t);
+    cudaev_future_release(f);
+    return e;
+  }
+  f->use_event = 1;
+  f->u.ev = ev;
+  f->has_gate = 1;
+  f->gate = UINT32_MAX; /* no gate word on this path */
+  f->t_submit = t->t_submit;
+  f->track = t->track;
+  t->user = cudaev_future_retain(f); /* released when t finishes */
+  cudaev_future_retain(f);           /* the FIFO's */
+  cudaev__future_submit(t);
+  cudaev__future_submit(f);
+  *out = f;
+  return cudaSuccess;
+}
+
 /* Loop-thread host function: on the stream,
  *   write(sig = tagT); launchHostFunc(wake); wait(gate == tagT); write(fin = tagF)
  * The loop sees `sig`, runs fn, opens `gate`; `fin` completes the user's
@@ -609,7 +813,7 @@ CUDAEV_EXPORT cudaError_t cudaev_host_func(cudaev_loop_t *loop, cudaStream_t str
   if (e != cudaSuccess) return cudaev__ret(e);
   struct cudaev__gpu *g = loop->gpu;
   if (fn == NULL) return sub_end(&s, cudaErrorInvalidValue);
-  if (g->use_events) return sub_end(&s, cudaErrorNotSupported);
+  if (g->use_events) return sub_end(&s, host_func_events(loop, (CUstream)stream, fn, user, out));
   CUstream st = (CUstream)stream;
   struct cudaev_future *t = cudaev__future_new(loop, CUDAEV__K_HOSTFN);
   struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);

@@ -92,6 +92,7 @@ struct cudaev__cont {
 };
 
 struct cudaev__track;
+struct cudaev__hgate; /* loop/gpu.c */
 
 struct cudaev_future {
   struct cudaev__msg msg;          /* 16: queue link (MSG_FUTURE) */
@@ -101,8 +102,11 @@ struct cudaev_future {
   cudaError_t result;              /* valid once DONE */
   uint8_t kind;                    /* cudaev__fkind */
   uint8_t fired;                   /* loop only: continuations ran */
-  uint8_t use_event;               /* GPU: pooled event instead of a word */
-  uint8_t has_gate;                /* GPU: owns a host-function gate word */
+  uint8_t use_event;               /* GPU: pooled event instead of a word;
+                                      HOSTFN: event path (gate in aux.hg) */
+  uint8_t has_gate;                /* GPU: completes a host function (its
+                                      outcome is aux.hostfn_result); word
+                                      path: owns the gate word `gate` */
   union {
     uint32_t pend_idx;             /* PROMISE/ALL/ANY: index in loop->pend */
     uint32_t word;                 /* GPU/HOSTFN: completion word index */
@@ -119,10 +123,13 @@ struct cudaev_future {
   union {
     CUevent ev;                                  /* GPU, event path */
     struct { cudaev_host_fn fn; void *user; } h; /* HOSTFN */
-    cudaError_t hostfn_result;                   /* GPU future of a host function */
     uint64_t left;                               /* ALL: inputs still pending */
     uint64_t index;                              /* ANY: winning input */
   } u;
+  union {
+    struct cudaev__hgate *hg;    /* HOSTFN, event path: the blocking gate */
+    cudaError_t hostfn_result;   /* GPU future of a host function: fn's outcome */
+  } aux;
 };
 
 _Static_assert(sizeof(struct cudaev_future) <= 128, "a pending future costs at most 128 bytes");

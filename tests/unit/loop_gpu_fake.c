@@ -1,14 +1,26 @@
 /* The GPU side of the loop (loop/gpu.c) against a fake driver: a CPU
  * thread plays the GPU, executing each fake stream's operations in order
  * (write a word, wait on a word, host function, "kernel" delay, event
- * record) and can be told to fault (sticky error: nothing more runs,
- * queries return CUDA_ERROR_ILLEGAL_ADDRESS). */
+ * record, event wait) and can be told to fault (sticky error: nothing more
+ * runs, queries return CUDA_ERROR_ILLEGAL_ADDRESS).
+ *
+ * Modelled on the real driver's semantics:
+ *  - cuEventQuery: CUDA_SUCCESS for an event never recorded, else
+ *    CUDA_ERROR_NOT_READY until the "GPU" reaches the latest record;
+ *    cuStreamWaitEvent waits for the record current at the call;
+ *  - host functions run on one driver thread (here: the GPU thread), so a
+ *    blocking host function holds back the stream, and everything behind;
+ *  - an enqueue blocks while its stream has QMAX operations pending (the
+ *    real driver blocks launches at about a thousand). A submission blocked
+ *    for 10 s aborts the test with a message: on a GPU it would deadlock. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "driver/driver.h"
@@ -16,7 +28,11 @@
 
 /* ---- the fake GPU ------------------------------------------------------- */
 
-enum op_kind { OP_WRITE, OP_WAIT, OP_HOSTFN, OP_DELAY, OP_RECORD };
+enum op_kind { OP_WRITE, OP_WAIT, OP_HOSTFN, OP_DELAY, OP_RECORD, OP_WAITEV };
+struct fevent {
+  atomic_int recorded; /* records enqueued */
+  atomic_int reached;  /* records the GPU has passed */
+};
 struct op {
   enum op_kind kind;
   volatile uint32_t *addr;
@@ -24,17 +40,22 @@ struct op {
   CUhostFn fn;
   void *arg;
   unsigned delay_us;
-  atomic_int *ev;
+  struct fevent *ev;
+  int seq;
   struct op *next;
 };
 struct fstream {
   struct op *head, *tail;
+  unsigned depth; /* operations pending */
   struct fstream *next;
 };
 
+enum { QMAX = 1024 };
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t drained = PTHREAD_COND_INITIALIZER;
 static struct fstream *streams;
 static atomic_int faulted, gpu_run, writes_supported = 1;
+static atomic_long hostfns; /* cuLaunchHostFunc calls */
 static pthread_t gpu_th;
 static _Thread_local CUcontext cur;
 static _Thread_local CUcontext stack[8];
@@ -55,6 +76,25 @@ static CUresult push_op(CUstream s, struct op o) {
   p->next = NULL;
   pthread_mutex_lock(&mu);
   struct fstream *f = fs_of(s);
+  if (f->depth >= QMAX) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 10;
+    while (f->depth >= QMAX && !atomic_load(&faulted) && atomic_load(&gpu_run))
+      if (pthread_cond_timedwait(&drained, &mu, &dl) != 0) {
+        fprintf(stderr, "fake driver: enqueue blocked 10 s on a full stream (%u pending): "
+                        "a real GPU would deadlock here\n", f->depth);
+        abort();
+      }
+    if (atomic_load(&faulted)) {
+      pthread_mutex_unlock(&mu);
+      free(p);
+      return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+  }
+  f->depth++;
+  if (p->kind == OP_RECORD) p->seq = atomic_fetch_add(&p->ev->recorded, 1) + 1;
+  if (p->kind == OP_WAITEV) p->seq = atomic_load(&p->ev->recorded);
   if (f->tail) f->tail->next = p;
   else f->head = p;
   f->tail = p;
@@ -82,10 +122,14 @@ static bool run_one(struct fstream *f) {
       usleep(o->delay_us - t < 1000 ? o->delay_us - t : 1000);
     pthread_mutex_lock(&mu);
     break;
-  case OP_RECORD: atomic_store(o->ev, 1); break;
+  case OP_RECORD: atomic_store(&o->ev->reached, o->seq); break;
+  case OP_WAITEV:
+    if (atomic_load(&o->ev->reached) < o->seq) return false;
+    break;
   }
   f->head = o->next;
   if (f->head == NULL) f->tail = NULL;
+  if (f->depth-- == QMAX) pthread_cond_broadcast(&drained);
   free(o);
   return true;
 }
@@ -161,29 +205,38 @@ static CUresult f_write(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned fl) {
 }
 static CUresult f_wait(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned fl) {
   cr_assert_eq(fl, CU_STREAM_WAIT_VALUE_EQ);
+  if (!atomic_load(&writes_supported)) return CUDA_ERROR_NOT_SUPPORTED;
   return push_op(s, (struct op){.kind = OP_WAIT, .addr = (volatile uint32_t *)a, .val = v});
 }
 static CUresult f_hostfn(CUstream s, CUhostFn fn, void *arg) {
+  atomic_fetch_add(&hostfns, 1);
   return push_op(s, (struct op){.kind = OP_HOSTFN, .fn = fn, .arg = arg});
 }
 static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                          unsigned by, unsigned bz, unsigned sh, CUstream s, void **args, void **extra) {
   return push_op(s, (struct op){.kind = OP_DELAY, .delay_us = (unsigned)(uintptr_t)f});
 }
+/* A "graph" whose handle is its run time in microseconds. */
+static CUresult f_glaunch(CUgraphExec g, CUstream s) {
+  return push_op(s, (struct op){.kind = OP_DELAY, .delay_us = (unsigned)(uintptr_t)g});
+}
 static CUresult f_ecreate(CUevent *e, unsigned fl) {
-  *e = (CUevent)calloc(1, sizeof(atomic_int));
+  *e = (CUevent)calloc(1, sizeof(struct fevent));
   return CUDA_SUCCESS;
 }
 static CUresult f_erecord(CUevent e, CUstream s) {
-  atomic_store((atomic_int *)e, 0);
-  return push_op(s, (struct op){.kind = OP_RECORD, .ev = (atomic_int *)e});
+  return push_op(s, (struct op){.kind = OP_RECORD, .ev = (struct fevent *)e});
 }
 static CUresult f_equery(CUevent e) {
   if (atomic_load(&faulted)) return CUDA_ERROR_ILLEGAL_ADDRESS;
-  return atomic_load((atomic_int *)e) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  struct fevent *v = (struct fevent *)e;
+  return atomic_load(&v->reached) == atomic_load(&v->recorded) ? CUDA_SUCCESS
+                                                                : CUDA_ERROR_NOT_READY;
 }
 static CUresult f_edestroy(CUevent e) { free(e); return CUDA_SUCCESS; }
-static CUresult f_swaitev(CUstream s, CUevent e, unsigned fl) { return CUDA_SUCCESS; }
+static CUresult f_swaitev(CUstream s, CUevent e, unsigned fl) {
+  return push_op(s, (struct op){.kind = OP_WAITEV, .ev = (struct fevent *)e});
+}
 
 static void setup(void) {
   static struct cudaev_driver t;
@@ -215,6 +268,7 @@ static void setup(void) {
   t.cuEventQuery = f_equery;
   t.cuEventDestroy = f_edestroy;
   t.cuStreamWaitEvent = f_swaitev;
+  t.cuGraphLaunch = f_glaunch;
   cudaev__driver_install(&t, 13000);
   atomic_store(&gpu_run, 1);
   pthread_create(&gpu_th, NULL, gpu_main, NULL);
@@ -222,6 +276,9 @@ static void setup(void) {
 
 static void teardown(void) {
   atomic_store(&gpu_run, 0);
+  pthread_mutex_lock(&mu);
+  pthread_cond_broadcast(&drained);
+  pthread_mutex_unlock(&mu);
   pthread_join(gpu_th, NULL);
 }
 
@@ -292,6 +349,12 @@ static cudaError_t host_fn(void *u) {
   return cudaErrorNotReady; /* becomes the future's outcome */
 }
 
+static cudaError_t quick_fn(void *u) {
+  struct hf *h = u;
+  atomic_store(&h->ran, 1);
+  return cudaSuccess;
+}
+
 Test(loop_gpu_fake, host_function_runs_on_loop_and_stream_waits) {
   cudaev_loop_t *loop;
   cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
@@ -344,26 +407,123 @@ Test(loop_gpu_fake, sticky_error_fails_pending_gpu_futures_within_1s) {
   free((void *)h.after);
 }
 
+/* The pooled-event fallback: cuEventQuery answers NOT_READY until the GPU
+ * thread reaches each record (it must mean "not yet", never an outcome),
+ * over several streams with work still running. */
 Test(loop_gpu_fake, event_fallback_without_stream_memops) {
+  atomic_store(&writes_supported, 0);
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s[4];
+  for (int i = 0; i < 4; i++) f_screate(&s[i], 0);
+  enum { N = 400 };
+  cudaev_future_t *f[N];
+  struct count c = {0};
+  for (int i = 0; i < N; i++) {
+    cr_assert_eq(i % 3 ? kernel(loop, s[i % 4], 200, &f[i])
+                       : cudaev_stream_future(loop, (cudaStream_t)s[i % 4], &f[i]),
+                 cudaSuccess);
+    cudaev_future_then(f[i], count_cb, &c);
+  }
+  cr_expect_eq(cudaev_future_result(f[N - 1]), cudaErrorNotReady, "completed before the GPU got there");
+  cudaev_future_t *all;
+  cr_assert_eq(cudaev_when_all(loop, f, N, &all), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(all, 10 * SEC), cudaSuccess);
+  for (int i = 0; i < N; i++) cr_expect_eq(cudaev_future_result(f[i]), cudaSuccess, "future %d", i);
+  for (int i = 0; i < 2000 && atomic_load(&c.n) < N; i++) usleep(1000);
+  cr_expect_eq(atomic_load(&c.n), N);
+  cr_expect_eq(atomic_load(&c.bad), 0);
+  /* An event future: its record is not reached before the kernel ends. */
+  CUevent ev;
+  f_ecreate(&ev, 0);
+  cudaev_future_t *k, *e;
+  cr_assert_eq(kernel(loop, s[0], 50000, &k), cudaSuccess);
+  f_erecord(ev, s[0]);
+  cr_assert_eq(cudaev_event_future(loop, (cudaEvent_t)ev, &e), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(e, 5 * SEC), cudaSuccess);
+  cr_expect(cudaev_future_ready(k), "the event future completed before the work it follows");
+  cudaev_future_release(k);
+  cudaev_future_release(e);
+  f_edestroy(ev);
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_future_release(all);
+  cudaev_loop_destroy(loop);
+}
+
+/* Loop-thread host functions on the event path (no stream memory
+ * operations): fn runs on the loop thread, the stream waits for it, its
+ * outcome is the future's, in order with futures around it. */
+Test(loop_gpu_fake, event_fallback_host_functions) {
   atomic_store(&writes_supported, 0);
   cudaev_loop_t *loop;
   cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
   CUstream s;
   f_screate(&s, 0);
-  cudaev_future_t *f[100];
-  struct count c = {0};
-  for (int i = 0; i < 100; i++) {
-    cr_assert_eq(kernel(loop, s, 100, &f[i]), cudaSuccess);
-    cudaev_future_then(f[i], count_cb, &c);
+  uint32_t *after = calloc(1, 4);
+  struct hf h = {.after = after};
+  cudaev_future_t *k, *f, *g;
+  cr_assert_eq(kernel(loop, s, 5000, &k), cudaSuccess);
+  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
+  cr_assert_not_null(f);
+  cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &g), cudaSuccess);
+  /* a marker the fake GPU passes only after the gate opened */
+  CUevent ev;
+  f_ecreate(&ev, 0);
+  f_erecord(ev, s);
+  cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaErrorNotReady, "fn's outcome is the future's");
+  cr_expect_eq(atomic_load(&h.ran), 1);
+  cr_expect(!pthread_equal(h.th, pthread_self()));
+  cr_expect(cudaev_future_ready(k));
+  cr_expect_eq(cudaev_future_wait(g, 5 * SEC), cudaSuccess);
+  cr_expect_eq(f_ssync(s), CUDA_SUCCESS);
+  cr_expect_eq(f_equery(ev), CUDA_SUCCESS);
+  f_edestroy(ev);
+  /* Many in a row, on two streams. */
+  CUstream s2;
+  f_screate(&s2, 0);
+  enum { M = 50 };
+  struct hf hs[M];
+  cudaev_future_t *fs[M];
+  memset(hs, 0, sizeof hs);
+  for (int i = 0; i < M; i++) {
+    hs[i].after = after;
+    cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)(i % 2 ? s : s2), quick_fn, &hs[i], &fs[i]),
+                 cudaSuccess);
   }
-  cr_expect_eq(cudaev_future_wait(f[99], 5 * SEC), cudaSuccess);
-  for (int i = 0; i < 2000 && atomic_load(&c.n) < 100; i++) usleep(1000);
-  cr_expect_eq(atomic_load(&c.n), 100);
-  cudaev_future_t *h;
-  cr_expect_eq(cudaev_host_func(loop, (cudaStream_t)s, host_fn, NULL, &h), cudaErrorNotSupported);
-  cr_expect_null(h);
-  for (int i = 0; i < 100; i++) cudaev_future_release(f[i]);
+  for (int i = 0; i < M; i++) {
+    cr_expect_eq(cudaev_future_wait(fs[i], 5 * SEC), cudaSuccess);
+    cr_expect_eq(atomic_load(&hs[i].ran), 1);
+    cudaev_future_release(fs[i]);
+  }
+  cudaev_future_release(k);
+  cudaev_future_release(f);
+  cudaev_future_release(g);
   cudaev_loop_destroy(loop);
+  free(after);
+}
+
+/* Event path: a query error is the outcome (no 200 ms watchdog wait), and
+ * a pending host-function gate opens (fn not run) so the driver's thread
+ * is released. */
+Test(loop_gpu_fake, event_fallback_fault) {
+  atomic_store(&writes_supported, 0);
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  cudaev_future_t *k, *f;
+  struct hf h = {.after = calloc(1, 4)};
+  cr_assert_eq(kernel(loop, s, 3000000, &k), cudaSuccess);
+  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
+  usleep(20000);
+  atomic_store(&faulted, 1);
+  cr_expect_eq(cudaev_future_wait(k, 2 * SEC), cudaErrorIllegalAddress);
+  cr_expect_eq(cudaev_future_wait(f, 2 * SEC), cudaErrorIllegalAddress);
+  cr_expect_eq(atomic_load(&h.ran), 0);
+  cudaev_future_release(k);
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+  free((void *)h.after);
 }
 
 Test(loop_gpu_fake, destroy_with_pending_gpu_work_and_gates) {
@@ -428,5 +588,160 @@ Test(loop_gpu_fake, wait_completes_from_the_word_without_a_running_loop) {
   cr_assert_eq(kernel(loop, s, 1000, &f), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
   cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+}
+
+/* A loop-thread host function behind a long kernel, then more than QMAX
+ * operations on the same stream from another thread: the submitter blocks
+ * (the stream is full behind the gate) until the loop opens the gate. The
+ * loop must never itself enqueue on that stream meanwhile (an armed
+ * wakeup): it would block in the driver with the gate closed, and nothing
+ * would move again (the fake aborts after 10 s). */
+struct flood {
+  cudaev_loop_t *loop;
+  CUstream s;
+  int n;
+  cudaev_future_t **f;
+};
+static void *flood_main(void *arg) {
+  struct flood *fl = arg;
+  for (int i = 0; i < fl->n; i++)
+    cr_assert_eq(cudaev_stream_future(fl->loop, (cudaStream_t)fl->s, &fl->f[i]), cudaSuccess);
+  return NULL;
+}
+
+static void gate_then_flood(void) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  cudaev_future_t *k, *f;
+  struct hf h = {.after = calloc(1, 4)};
+  cr_assert_eq(kernel(loop, s, 300000, &k), cudaSuccess); /* 300 ms */
+  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)s, quick_fn, &h, &f), cudaSuccess);
+  struct flood fl = {loop, s, QMAX + 200, calloc(QMAX + 200, sizeof(cudaev_future_t *))};
+  pthread_t th;
+  pthread_create(&th, NULL, flood_main, &fl);
+  cr_expect_eq(cudaev_future_wait(f, 10 * SEC), cudaSuccess);
+  pthread_join(th, NULL);
+  cr_expect_eq(cudaev_future_wait(fl.f[fl.n - 1], 10 * SEC), cudaSuccess);
+  for (int i = 0; i < fl.n; i++) cudaev_future_release(fl.f[i]);
+  free(fl.f);
+  cudaev_future_release(k);
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+  free((void *)h.after);
+}
+
+Test(loop_gpu_fake, full_stream_behind_host_function_gate) { gate_then_flood(); }
+Test(loop_gpu_fake, full_stream_behind_host_function_gate_events) {
+  atomic_store(&writes_supported, 0);
+  gate_then_flood();
+}
+
+/* The throughput benchmark's shapes. (1) Many streams of short kernels,
+ * thread-mode loop: every future completes once, and the loop arms at most
+ * one wakeup per stream at a time (no host function per operation).
+ * (2) 100k futures pending at once (foreign loop, 512 streams held by a
+ * gate so that no stream exceeds the driver's queue): the loop takes them
+ * all in, then completes every one when the gate opens; words are
+ * recycled. Queueing 100k behind a gate on 64 streams would exceed QMAX
+ * per stream and block the submitter forever (the benchmark's old hang). */
+struct ctr {
+  long n, bad;
+};
+static void ctr_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  struct ctr *c = u; /* loop thread only */
+  c->n++;
+  if (s != cudaSuccess) c->bad++;
+}
+
+Test(loop_gpu_fake, many_streams_short_kernels) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  enum { NS = 64, PER = 300 };
+  CUstream s[NS];
+  for (int i = 0; i < NS; i++) f_screate(&s[i], 0);
+  struct ctr c = {0, 0};
+  atomic_store(&hostfns, 0);
+  cudaev_future_t *last[NS];
+  for (int k = 0; k < PER; k++)
+    for (int i = 0; i < NS; i++) {
+      cudaev_future_t *f;
+      cr_assert_eq(kernel(loop, s[i], k % 50 == 0 ? 100 : 1, &f), cudaSuccess);
+      cr_assert_eq(cudaev_future_then(f, ctr_cb, &c), cudaSuccess);
+      if (k == PER - 1)
+        last[i] = f;
+      else
+        cudaev_future_release(f);
+    }
+  for (int i = 0; i < NS; i++) {
+    cr_expect_eq(cudaev_future_wait(last[i], 20 * SEC), cudaSuccess, "stream %d", i);
+    cudaev_future_release(last[i]);
+  }
+  for (int i = 0; i < 5000 && cudaev_loop_pending(loop) > 0; i++) usleep(1000);
+  cudaev_loop_destroy(loop); /* runs what is queued; c is final after */
+  cr_expect_eq(c.n, (long)NS * PER);
+  cr_expect_eq(c.bad, 0);
+  cr_expect(atomic_load(&hostfns) < NS * PER / 4, "%ld host functions for %d completions",
+            atomic_load(&hostfns), NS * PER);
+}
+
+static void pending_round(cudaev_loop_t *loop, CUstream *s, int ns, int per, uint32_t *gate,
+                          uint32_t round) {
+  struct ctr c = {0, 0};
+  for (int i = 0; i < ns; i++)
+    cr_assert_eq(f_wait(s[i], (CUdeviceptr)gate, round, CU_STREAM_WAIT_VALUE_EQ), CUDA_SUCCESS);
+  for (int k = 0; k < per; k++)
+    for (int i = 0; i < ns; i++) {
+      cudaev_future_t *f;
+      cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s[i], &f), cudaSuccess);
+      cr_assert_eq(cudaev_future_then(f, ctr_cb, &c), cudaSuccess);
+      cudaev_future_release(f);
+    }
+  size_t n = (size_t)ns * per;
+  time_t t0 = time(NULL);
+  while (cudaev_loop_pending(loop) < n) {
+    cr_assert(time(NULL) - t0 < 20, "intake stuck at %zu of %zu", cudaev_loop_pending(loop), n);
+    cudaev_loop_process(loop);
+  }
+  cr_expect_eq(c.n, 0, "completed before the gate opened");
+  __atomic_store_n(gate, round, __ATOMIC_RELEASE);
+  while (c.n < (long)n) {
+    cr_assert(time(NULL) - t0 < 40, "completion stuck at %ld of %zu", c.n, n);
+    cudaev_loop_process(loop);
+  }
+  cr_expect_eq(c.bad, 0);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+}
+
+Test(loop_gpu_fake, hundred_thousand_pending_on_many_streams) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  enum { NS = 512, PER = 196 }; /* 100,352 futures; 197 operations per stream */
+  CUstream *s = calloc(NS, sizeof *s);
+  for (int i = 0; i < NS; i++) f_screate(&s[i], 0);
+  uint32_t *gate = calloc(1, 4);
+  pending_round(loop, s, NS, 2, gate, 1);   /* 1k */
+  pending_round(loop, s, NS, PER, gate, 2); /* 100k */
+  pending_round(loop, s, NS, PER, gate, 3); /* again: recycled words */
+  cudaev_loop_destroy(loop);
+  free(gate);
+  free(s);
+}
+
+Test(loop_gpu_fake, graph_launch_future) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  cudaev_future_t *f;
+  cr_assert_eq(cudaev_graph_launch_async(loop, (cudaGraphExec_t)(uintptr_t)30000, (cudaStream_t)s, &f),
+               cudaSuccess);
+  cr_expect_eq(cudaev_future_result(f), cudaErrorNotReady);
+  cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
+  cr_expect(stream_idle(s));
+  cudaev_future_release(f);
+  cr_expect_eq(cudaev_graph_launch_async(NULL, NULL, (cudaStream_t)s, &f), cudaErrorInvalidValue);
   cudaev_loop_destroy(loop);
 }
