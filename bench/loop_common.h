@@ -25,7 +25,8 @@ LC_DRIVER(LC_DECL)
 #undef LC_DECL
 
 /* Tiny kernels: empty(), spin(ns) (busy for ns on the GPU clock),
- * fault(p) (stores to p: pass a bad address for an illegal-address fault). */
+ * gate(flag, want, limit_ns, gave_up) (see below), fault(p) (stores to p:
+ * pass a bad address for an illegal-address fault). */
 static const char lc_ptx[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
     ".visible .entry empty() { ret; }\n"
@@ -39,6 +40,34 @@ static const char lc_ptx[] =
     "  setp.lt.u64 %p, %d, %n;\n"
     "  @%p bra LOOP;\n"
     "  ret;\n}\n"
+    /* gate(flag, want, limit_ns, gave_up): a one-thread kernel that holds
+     * its stream (not the host, not a hardware queue's semaphore) until the
+     * host sets *flag >= want in mapped pinned memory, or limit_ns passed
+     * on the GPU clock; then it stores 1 to *gave_up. It always ends on its
+     * own, so no host thread blocked in a full driver queue can deadlock
+     * with it. */
+    ".visible .entry gate(.param .u64 flag, .param .u32 want, .param .u64 limit,\n"
+    "                     .param .u64 gave_up) {\n"
+    "  .reg .u64 %f, %o, %t0, %t1, %d, %n; .reg .u32 %v, %w; .reg .pred %p;\n"
+    "  ld.param.u64 %f, [flag];\n"
+    "  cvta.to.global.u64 %f, %f;\n"
+    "  ld.param.u32 %w, [want];\n"
+    "  ld.param.u64 %n, [limit];\n"
+    "  ld.param.u64 %o, [gave_up];\n"
+    "  cvta.to.global.u64 %o, %o;\n"
+    "  mov.u64 %t0, %globaltimer;\n"
+    "WAIT:\n"
+    "  ld.volatile.global.u32 %v, [%f];\n"
+    "  setp.ge.u32 %p, %v, %w;\n"
+    "  @%p bra OPEN;\n"
+    "  mov.u64 %t1, %globaltimer;\n"
+    "  sub.u64 %d, %t1, %t0;\n"
+    "  setp.lt.u64 %p, %d, %n;\n"
+    "  @%p bra WAIT;\n"
+    "  mov.u32 %v, 1;\n"
+    "  st.volatile.global.u32 [%o], %v;\n"
+    "OPEN:\n"
+    "  ret;\n}\n"
     ".visible .entry fault(.param .u64 p) {\n"
     "  .reg .u64 %a; .reg .u32 %v;\n"
     "  ld.param.u64 %a, [p];\n"
@@ -46,7 +75,7 @@ static const char lc_ptx[] =
     "  st.global.u32 [%a], %v;\n"
     "  ret;\n}\n";
 
-static CUfunction lc_empty, lc_spin, lc_fault;
+static CUfunction lc_empty, lc_spin, lc_fault, lc_gate;
 
 #define LC_CU(expr)                                                                    \
   do {                                                                                 \
@@ -85,6 +114,7 @@ static void lc_init(void) {
   LC_CU(d_cuModuleGetFunction(&lc_empty, m, "empty"));
   LC_CU(d_cuModuleGetFunction(&lc_spin, m, "spin"));
   LC_CU(d_cuModuleGetFunction(&lc_fault, m, "fault"));
+  LC_CU(d_cuModuleGetFunction(&lc_gate, m, "gate"));
 }
 
 static inline dim3 lc_dim(unsigned x) {

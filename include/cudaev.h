@@ -280,17 +280,66 @@ cudaError_t cudaev_graph_launch_async(cudaev_loop_t *loop, cudaGraphExec_t exec,
                                       cudaStream_t stream, cudaev_future_t **out);
 
 /* Loop-thread host function. When the stream reaches this point, fn(user)
- * runs on the loop thread, with the loop's context current; it MAY call
- * CUDA (unlike cudaLaunchHostFunc), but must not wait for `stream` itself
- * (the stream waits for fn). Work enqueued on `stream` after this call
- * starts only after fn returned. The future completes once the stream has
- * passed that point; its outcome is fn's return value (or a context error,
- * or CUDAEV_ERROR_LOOP_DESTROYED if the loop was destroyed before fn ran,
- * in which case fn does not run). Without stream memory operations (the
- * pooled-event fallback, or CUDAEV_LOOP_EVENTS=1) a driver host function
- * holds the stream until fn has run; the driver may then hold back other
- * host functions of the context meanwhile, so fn must not wait for any
- * (nor synchronize the context). */
+ * runs on the loop thread, with the loop's context current. Work enqueued on
+ * `stream` after this call starts only after fn returned. The future
+ * completes once the stream has passed that point; its outcome is fn's
+ * return value (or a context error, or CUDAEV_ERROR_LOOP_DESTROYED if the
+ * loop was destroyed before fn ran, in which case fn does not run).
+ *
+ * The stream is held on the GPU until fn returns, and until the loop thread
+ * gets to fn at all. Everything below follows from that; it is the
+ * contract, not an implementation detail.
+ *
+ * fn MAY call CUDA (unlike cudaLaunchHostFunc), as long as the call does not
+ * wait for the GPU:
+ *  - enqueue work: kernel launches, cudaMemcpyAsync / cudaMemsetAsync
+ *    between device memory and pinned host memory, event records, stream
+ *    waits, cudaMallocAsync / cudaFreeAsync, graph launches, cudaev_*
+ *    submissions, on any stream, including `stream` itself (that work runs
+ *    after fn returns);
+ *  - queries: cudaStreamQuery, cudaEventQuery, cudaGetLastError, device and
+ *    pointer attributes, cudaev_future_ready / _result;
+ *  - anything else that does not wait for work already on the GPU.
+ * These DEADLOCK inside fn (the GPU waits for fn, fn waits for the GPU):
+ *  - synchronous copies and memsets (cudaMemcpy, cudaMemset, cudaMemcpy2D,
+ *    ..., and the *Async forms where NVIDIA's "API synchronization
+ *    behavior" makes them synchronous, e.g. to or from pageable host
+ *    memory);
+ *  - cudaDeviceSynchronize; cudaStreamSynchronize / cudaEventSynchronize
+ *    of `stream`, of any stream or event with work behind a pending
+ *    loop-thread host function, and of any stream of the context that has
+ *    work enqueued after this host function (it may share a hardware queue
+ *    with `stream`, see docs/design.md);
+ *  - calls NVIDIA lists as possibly synchronizing the device: cudaMalloc,
+ *    cudaFree, cudaMallocHost / cudaHostAlloc, cudaFreeHost, cudaHostRegister
+ *    / Unregister, cudaMallocManaged, cudaMallocPitch / cudaMallocArray and
+ *    their frees, cudaGraphicsMap/Unmap, module loads and unloads,
+ *    cudaDeviceReset, cudaDeviceSetLimit and cudaCtxResetPersistingL2Cache
+ *    and anything else documented as "may synchronize";
+ *  - waiting for a GPU future: cudaev_future_wait on a future of this
+ *    loop returns cudaErrorNotPermitted instead of hanging; on a future
+ *    of another loop it may hang;
+ *  - an enqueue while the driver's queue for `stream`'s hardware queue is
+ *    full (about a thousand operations): keep the work queued behind
+ *    pending host functions bounded. The same holds for continuations,
+ *    which also run on the loop thread.
+ *
+ * Other threads: while a host function is pending, every call that waits
+ * for the GPU (the list above, from any thread) waits until the loop has
+ * run it. In particular, a thread that calls cudaMalloc, cudaMallocHost or
+ * cudaDeviceSynchronize while host functions are queued and no thread is
+ * driving the loop (ev mode before ev_run, a foreign loop not yet
+ * processing, or the driving thread itself) hangs. Allocate before
+ * submitting, or drive the loop on another thread (cudaev_loop_new_thread).
+ *
+ * Without stream memory operations (the pooled-event fallback, or
+ * CUDAEV_LOOP_EVENTS=1) a driver host function holds the stream until fn
+ * has run; the driver may then hold back other host functions of the
+ * context meanwhile (cudaLaunchHostFunc callbacks, the loop's wakeups), so
+ * fn must not wait for any of them either.
+ *
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL loop, fn or out), or
+ * the error of the enqueue. Thread: any. */
 cudaError_t cudaev_host_func(cudaev_loop_t *loop, cudaStream_t stream, cudaev_host_fn fn,
                              void *user, cudaev_future_t **out);
 
