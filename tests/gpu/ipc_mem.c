@@ -5,7 +5,8 @@
  * cudaMemPoolExportPointer / cudaMemPoolImportPointer. The parent
  * re-executes this binary ("child FD") so the child starts with a fresh
  * CUDA state; each side checks what the other wrote. Bad input for each
- * call is covered on the side that can make it. */
+ * call is covered on the side that can make it. An interprocess event goes
+ * across too: the child waits for the parent's work and records its own. */
 #include "common.h"
 
 #include <stdint.h>
@@ -18,6 +19,7 @@
 struct msg {
   cudaIpcMemHandle_t mem;
   struct cudaMemPoolPtrExportData ptr;
+  cudaIpcEventHandle_t ev;
 };
 
 static uint32_t sum(const void *p, size_t n) {
@@ -93,6 +95,23 @@ static int child(int sock) {
     TC(cudaDeviceSynchronize());
     TC(cudaIpcCloseMemHandle(p));
     TC(cudaIpcCloseMemHandle(p));
+  }
+
+  /* interprocess event: wait for the parent's work, record our own */
+  cudaEvent_t ev = NULL;
+  cudaIpcEventHandle_t zev;
+  memset(&zev, 0, sizeof zev);
+  TC(cudaIpcOpenEventHandle(&ev, zev));
+  TC(cudaIpcOpenEventHandle(&ev, m.ev));
+  if (ev != NULL) {
+    TC(cudaEventSynchronize(ev));
+    TC(cudaEventQuery(ev));
+    TC(cudaStreamWaitEvent(0, ev, 0));
+    TC(cudaEventRecord(ev, 0));
+    TC(cudaEventSynchronize(ev));
+    float ms = 0;
+    TC(cudaEventElapsedTime(&ms, ev, ev)); /* DisableTiming: refused */
+    TC(cudaEventDestroy(ev));
   }
 
   /* pool through a file descriptor */
@@ -180,6 +199,19 @@ int main(int argc, char **argv) {
   CHECK(cudaDeviceSynchronize());
   printf("parent: ipc sum=%08x pool sum=%08x\n", device_sum(d, SIZE), device_sum(q, SIZE));
 
+  /* interprocess event: only an Interprocess + DisableTiming event has a
+   * handle; it is recorded after work the child then waits for. */
+  cudaEvent_t plain = NULL, pev = NULL;
+  CHECK(cudaEventCreate(&plain));
+  TC(cudaIpcGetEventHandle(&m.ev, plain));
+  TC(cudaEventCreateWithFlags(&pev, cudaEventInterprocess));
+  CHECK(cudaEventCreateWithFlags(&pev, cudaEventInterprocess | cudaEventDisableTiming));
+  TC(cudaIpcGetEventHandle(&m.ev, pev));
+  void *scratch = NULL;
+  CHECK(cudaMalloc(&scratch, 64 << 20));
+  CHECK(cudaMemsetAsync(scratch, 0x33, 64 << 20, 0));
+  CHECK(cudaEventRecord(pev, 0));
+
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 3;
   fflush(stdout);
@@ -202,6 +234,11 @@ int main(int argc, char **argv) {
   printf("parent: after child ipc sum=%08x pool sum=%08x\n", device_sum(d, SIZE),
          device_sum(q, SIZE));
 
+  TC(cudaEventSynchronize(pev));
+  TC(cudaEventQuery(pev));
+  TC(cudaEventDestroy(pev));
+  TC(cudaEventDestroy(plain));
+  TC(cudaFree(scratch));
   close(fd);
   TC(cudaFreeAsync(q, 0));
   TC(cudaFreeAsync(nq, 0));
