@@ -6,6 +6,10 @@
  *                             as NVIDIA's reference figure was taken).
  * launch_enqueue_batch_us     the same with the queue never full: batches of 256
  *                             launches, stream drained between batches (untimed).
+ * launch_enqueue_driver_us    the floor under both: the same batches, launched
+ *                             with the driver's cuLaunchKernel directly (entry
+ *                             point from cudaGetDriverEntryPointByVersion, the
+ *                             kernel from cudaGetKernel), no runtime in between.
  * launch_sync_rtt_us          empty launch + cudaStreamSynchronize.
  * stream_sync_idle_us         cudaStreamSynchronize on an idle stream.
  * event_sync_rtt_us           launch + cudaEventRecord + cudaEventSynchronize,
@@ -15,6 +19,8 @@
  * device_sync_rtt_us          empty launch + cudaDeviceSynchronize.
  */
 #include "common.h"
+
+#include <cuda.h>
 
 #include <vector>
 
@@ -78,6 +84,29 @@ int main(int argc, char **argv) {
     }
     bench_unit("launch_enqueue_batch_us", "us");
     for (double x : v) bench_sample("launch_enqueue_batch_us", x);
+    bench_end();
+  }
+
+  if (bench_begin("launch_enqueue_driver")) {
+    typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                  unsigned, unsigned, CUstream, void **, void **);
+    void *p = NULL;
+    enum cudaDriverEntryPointQueryResult q;
+    CHECK(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &p, 12000, cudaEnableDefault, &q));
+    launch_fn launch = (launch_fn)p;
+    cudaKernel_t k;
+    CHECK(cudaGetKernel(&k, (const void *)empty_kernel));
+    const int batch = 256, warm = 10, batches = 200;
+    std::vector<double> v(batches);
+    for (int b = -warm; b < batches; b++) {
+      uint64_t t0 = bench_now_ns();
+      for (int i = 0; i < batch; i++) launch((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, (CUstream)s, NULL, NULL);
+      uint64_t t1 = bench_now_ns();
+      CHECK(cudaStreamSynchronize(s));
+      if (b >= 0) v[(size_t)b] = bench_us(t0, t1) / batch;
+    }
+    bench_unit("launch_enqueue_driver_us", "us");
+    for (double x : v) bench_sample("launch_enqueue_driver_us", x);
     bench_end();
   }
 
