@@ -38,6 +38,23 @@ template <class F> static void latency(const char *metric, int warm, int n, F f)
   for (double x : v) bench_sample(metric, x);
 }
 
+/* Batches of 256 enqueues into a drained stream (the drain is not timed):
+ * one sample = host time of a batch / 256. */
+template <class F> static void enqueue_batches(const char *metric, cudaStream_t s, F launch_one) {
+  const int batch = 256, warm = 10, batches = 200;
+  std::vector<double> v(batches);
+  for (int b = -warm; b < batches; b++) {
+    uint64_t t0 = bench_now_ns();
+    for (int i = 0; i < batch; i++) launch_one();
+    uint64_t t1 = bench_now_ns();
+    CHECK_LAUNCH();
+    CHECK(cudaStreamSynchronize(s));
+    if (b >= 0) v[(size_t)b] = bench_us(t0, t1) / batch;
+  }
+  bench_unit(metric, "us");
+  for (double x : v) bench_sample(metric, x);
+}
+
 int main(int argc, char **argv) {
   bench_init(argc, argv);
   cudaStream_t s;
@@ -72,18 +89,7 @@ int main(int argc, char **argv) {
     // stream drained between batches (not timed). If launch_enqueue_us is
     // bound by the GPU's rate of empty kernels, this one still shows the
     // host-side cost.
-    const int batch = 256, warm = 10, batches = 200;
-    std::vector<double> v(batches);
-    for (int b = -warm; b < batches; b++) {
-      uint64_t t0 = bench_now_ns();
-      for (int i = 0; i < batch; i++) empty_kernel<<<1, 1, 0, s>>>();
-      uint64_t t1 = bench_now_ns();
-      CHECK_LAUNCH();
-      CHECK(cudaStreamSynchronize(s));
-      if (b >= 0) v[(size_t)b] = bench_us(t0, t1) / batch;
-    }
-    bench_unit("launch_enqueue_batch_us", "us");
-    for (double x : v) bench_sample("launch_enqueue_batch_us", x);
+    enqueue_batches("launch_enqueue_batch_us", s, [&] { empty_kernel<<<1, 1, 0, s>>>(); });
     bench_end();
   }
 
@@ -96,17 +102,9 @@ int main(int argc, char **argv) {
     launch_fn launch = (launch_fn)p;
     cudaKernel_t k;
     CHECK(cudaGetKernel(&k, (const void *)empty_kernel));
-    const int batch = 256, warm = 10, batches = 200;
-    std::vector<double> v(batches);
-    for (int b = -warm; b < batches; b++) {
-      uint64_t t0 = bench_now_ns();
-      for (int i = 0; i < batch; i++) launch((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, (CUstream)s, NULL, NULL);
-      uint64_t t1 = bench_now_ns();
-      CHECK(cudaStreamSynchronize(s));
-      if (b >= 0) v[(size_t)b] = bench_us(t0, t1) / batch;
-    }
-    bench_unit("launch_enqueue_driver_us", "us");
-    for (double x : v) bench_sample("launch_enqueue_driver_us", x);
+    enqueue_batches("launch_enqueue_driver_us", s, [&] {
+      launch((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, (CUstream)s, NULL, NULL);
+    });
     bench_end();
   }
 
