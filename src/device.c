@@ -56,6 +56,10 @@ cudaError_t cudaSetValidDevices(int *device_arr, int len) {
   if (len < 0 || (len > 0 && device_arr == NULL)) return cudaev__ret(cudaErrorInvalidValue);
   for (int i = 0; i < len; i++)
     if (!cudaev__device_valid(device_arr[i])) return cudaev__ret(cudaErrorInvalidDevice);
+  /* A device listed twice is refused, as NVIDIA's runtime does (measured). */
+  for (int i = 0; i < len; i++)
+    for (int j = 0; j < i; j++)
+      if (device_arr[i] == device_arr[j]) return cudaev__ret(cudaErrorInvalidValue);
   int *copy = NULL;
   if (len > 0) {
     copy = malloc(sizeof *copy * (size_t)len);

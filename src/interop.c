@@ -61,6 +61,9 @@ cudaError_t cudaExternalMemoryGetMappedMipmappedArray(
     const struct cudaExternalMemoryMipmappedArrayDesc *mipmapDesc) {
   CUDAEV_CTX_OR_RETURN();
   if (mipmap == NULL || mipmapDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* The driver aborts the process on zero levels (so does NVIDIA's runtime,
+   * H200 2026-11-21); refuse it. */
+  if (mipmapDesc->numLevels == 0) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC d;
   memset(&d, 0, sizeof d);
   cudaError_t e = cudaev__channel_to_format(&mipmapDesc->formatDesc, &d.arrayDesc.Format,

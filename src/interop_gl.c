@@ -37,6 +37,11 @@ cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices,
                              unsigned int cudaDeviceCount, enum cudaGLDeviceList deviceList) {
   CUDAEV_INIT_OR_RETURN();
   if (pCudaDeviceCount == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* NVIDIA's runtime checks the list before asking the driver (measured:
+   * cudaErrorInvalidValue for 9 with no GL context, H200 2026-11-21). */
+  if (deviceList != cudaGLDeviceListAll && deviceList != cudaGLDeviceListCurrentFrame &&
+      deviceList != cudaGLDeviceListNextFrame)
+    return cudaev__ret(cudaErrorInvalidValue);
   CUresult r = cudaev__drv.cuGLGetDevices(pCudaDeviceCount, (CUdevice *)pCudaDevices,
                                           cudaDeviceCount, (CUGLDeviceList)deviceList);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);

@@ -1,6 +1,6 @@
 // Coverage of the less travelled exports, one group per function, each group
 // headed by a "== group" line so a transcript mismatch is easy to locate:
-//   graphics  GL/EGL/VDPAU interop without any context, NULL and bogus
+//   graphics  GL/EGL/VDPAU interop without any context, NULL (made-up handles crash both runtimes: not passed)
 //             resources (runs first, each call in a fresh child process)
 //   streams   cudaStreamBeginCaptureToGraph, cudaStreamUpdateCaptureDependencies
 //   graph mem cudaGraphAddMemAllocNode/FreeNode and their getters, the graph
@@ -102,7 +102,8 @@ static VdpStatus no_vdp_proc(VdpDevice, VdpFuncId, void **fp) {
 static void group_graphics() {
   printf("== graphics\n");
   cudaGraphicsResource_t res = nullptr;
-  cudaGraphicsResource_t bogus = (cudaGraphicsResource_t)(uintptr_t)0x1000;
+  /* A made-up resource handle is not passed: the driver dereferences it and
+   * both runtimes crash (H200, 2026-11-21); undefined, not compared. */
   TISO(cudaGraphicsGLRegisterBuffer(&res, 1, cudaGraphicsRegisterFlagsNone));
   TISO(cudaGraphicsGLRegisterBuffer(&res, 0, cudaGraphicsRegisterFlagsNone));
   TISO(cudaGraphicsGLRegisterBuffer(&res, 1, 0x100));
@@ -122,7 +123,6 @@ static void group_graphics() {
   cudaEglFrame frame;
   memset(&frame, 0, sizeof frame);
   TREFUSE(cudaGraphicsResourceGetMappedEglFrame(&frame, nullptr, 0, 0));
-  TREFUSE(cudaGraphicsResourceGetMappedEglFrame(&frame, bogus, 0, 0));
   TREFUSE(cudaGraphicsResourceGetMappedEglFrame(nullptr, nullptr, 0, 0));
   cudaEvent_t egl_ev = nullptr;
   TISO(cudaEventCreateFromEGLSync(&egl_ev, (EGLSyncKHR) nullptr, 0));
@@ -141,25 +141,18 @@ static void group_graphics() {
   TISO(cudaGraphicsMapResources(0, nullptr, 0));
   TISO(cudaGraphicsUnmapResources(0, nullptr, 0));
   TREFUSE(cudaGraphicsMapResources(1, nullptr, 0));
-  TREFUSE(cudaGraphicsMapResources(1, &bogus, 0));
   TREFUSE(cudaGraphicsUnmapResources(1, nullptr, 0));
-  TREFUSE(cudaGraphicsUnmapResources(1, &bogus, 0));
   TREFUSE(cudaGraphicsUnregisterResource(nullptr));
-  TREFUSE(cudaGraphicsUnregisterResource(bogus));
   TREFUSE(cudaGraphicsResourceSetMapFlags(nullptr, cudaGraphicsMapFlagsNone));
-  TREFUSE(cudaGraphicsResourceSetMapFlags(bogus, cudaGraphicsMapFlagsReadOnly));
   void *mp = nullptr;
   size_t msz = 0;
   TREFUSE(cudaGraphicsResourceGetMappedPointer(&mp, &msz, nullptr));
-  TREFUSE(cudaGraphicsResourceGetMappedPointer(&mp, &msz, bogus));
   TREFUSE(cudaGraphicsResourceGetMappedPointer(nullptr, nullptr, nullptr));
   cudaArray_t arr = nullptr;
   TREFUSE(cudaGraphicsSubResourceGetMappedArray(&arr, nullptr, 0, 0));
-  TREFUSE(cudaGraphicsSubResourceGetMappedArray(&arr, bogus, 0, 0));
   TREFUSE(cudaGraphicsSubResourceGetMappedArray(nullptr, nullptr, 0, 0));
   cudaMipmappedArray_t mip = nullptr;
   TREFUSE(cudaGraphicsResourceGetMappedMipmappedArray(&mip, nullptr));
-  TREFUSE(cudaGraphicsResourceGetMappedMipmappedArray(&mip, bogus));
   TREFUSE(cudaGraphicsResourceGetMappedMipmappedArray(nullptr, nullptr));
 }
 
@@ -764,7 +757,8 @@ static void group_device() {
   T(cudaDeviceUnregisterAsyncNotification(0, cb2));
   TC(cudaDeviceUnregisterAsyncNotification(ndev, cb));
   T(cudaDeviceUnregisterAsyncNotification(0, cb));
-  TREFUSE(cudaDeviceUnregisterAsyncNotification(0, cb));
+  /* Unregistering twice crashes the driver under both runtimes (H200,
+   * 2026-11-21): undefined, not compared. */
   TREFUSE(cudaDeviceUnregisterAsyncNotification(0, nullptr));
 
   int valid[] = {0};
@@ -986,8 +980,8 @@ static void group_external(cudaStream_t s) {
     T(cudaFreeMipmappedArray(mip));
   }
   cudaExternalMemoryMipmappedArrayDesc adx = ad;
-  adx.numLevels = 0;
-  TC(cudaExternalMemoryGetMappedMipmappedArray(&mip, em, &adx));
+  adx.numLevels = 0; /* aborts NVIDIA's runtime (driver assert, 2026-11-21) */
+  TREFUSE(cudaExternalMemoryGetMappedMipmappedArray(&mip, em, &adx));
   adx = ad;
   adx.offset = size;
   TC(cudaExternalMemoryGetMappedMipmappedArray(&mip, em, &adx));
