@@ -136,3 +136,15 @@ Test(device, flags_are_checked_before_the_driver) {
   cr_expect_eq(cudaInitDevice(0, 0x100, 0), cudaErrorInvalidValue);
   cr_expect_eq(cudaInitDevice(3, 0, 0), cudaErrorInvalidDevice);
 }
+
+Test(device, set_valid_devices_checks_ordinals_and_duplicates) {
+  fake_driver_base(&fake);
+  cudaev__driver_install(&fake, 13000);
+  int ok[] = {0}, dup[] = {0, 0}, bad[] = {1};
+  cr_expect_eq(cudaSetValidDevices(ok, 1), cudaSuccess);
+  cr_expect_eq(cudaSetValidDevices(bad, 1), cudaErrorInvalidDevice);
+  cr_expect_eq(cudaSetValidDevices(dup, 2), cudaErrorInvalidValue);
+  cr_expect_eq(cudaSetValidDevices(NULL, 1), cudaErrorInvalidValue);
+  cr_expect_eq(cudaSetValidDevices(NULL, 0), cudaSuccess);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+}
