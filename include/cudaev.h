@@ -101,8 +101,12 @@ cudaError_t cudaev_loop_new_foreign(cudaev_loop_t **out);
 cudaError_t cudaev_loop_new_thread(cudaev_loop_t **out);
 
 /* The process-wide embedded loop (thread mode), created on first use.
- * Returns NULL if it could not be created. Never destroy it; it lives until
- * the process exits. Thread: any. */
+ * Returns NULL if it could not be created (a later call tries again). Never
+ * destroy it; it lives until the process exits, when its thread (like that
+ * of every thread-mode loop not destroyed) is stopped and joined before the
+ * driver's exit handlers run; futures still pending then never complete.
+ * In a child made by fork(), returns a new loop of the child's own (the
+ * parent's loops must not be used there). Thread: any. */
 cudaev_loop_t *cudaev_loop_default(void);
 
 /* Destroys a loop. Every future still pending completes with

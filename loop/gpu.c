@@ -26,7 +26,14 @@
  *    CUDA_ERROR_NOT_READY means "not yet"; CUDA_SUCCESS completes the
  *    future; any other code is its outcome. Loop-thread host functions
  *    then use a driver host function that blocks on a futex until the loop
- *    has run fn (struct cudaev__hgate), followed by a pooled event.
+ *    has run fn (struct cudaev__hgate), followed by a pooled event;
+ *  - a stream's record (struct cudaev__track) lives while its FIFO holds
+ *    work; once drained it stays cached (most recently idle last) so that a
+ *    stream used again soon finds it, and beyond IDLE_MAX idle records the
+ *    oldest is reused for the next new stream or freed: a program that
+ *    creates and destroys streams does not grow, and steady state allocates
+ *    nothing. A record says nothing about its stream beyond the work in its
+ *    FIFO (the driver may hand a destroyed stream's handle to a new one).
  */
 #include "loop_internal.h"
 
@@ -40,6 +47,7 @@
 #define MAX_CHUNKS 1024u
 #define NBUCKETS 1024u
 #define WATCHDOG_NS 200000000ull
+#define IDLE_MAX 64u /* idle stream records kept for reuse */
 
 /* The argument of an armed wakeup (wake_arm_fn): refcounted, so that it
  * outlives the stream's record and the loop when the driver runs the host
@@ -64,6 +72,7 @@ struct cudaev__track {
   CUstream stream;
   struct cudaev_future *head, *tail; /* FIFO, oldest first */
   struct cudaev__track *hnext;       /* hash chain */
+  struct cudaev__track *inext, *iprev; /* idle list, when busy_idx == UINT32_MAX */
   struct cudaev__arm *arm;
   uint32_t busy_idx;                 /* index in gpu->busy, UINT32_MAX when idle */
   uint32_t ngates;                   /* loop-thread host functions in the FIFO */
@@ -86,7 +95,10 @@ struct cudaev__gpu {
   uint32_t *chunk_host[MAX_CHUNKS];
   CUdeviceptr chunk_dev[MAX_CHUNKS];
   /* Loop thread only. */
-  struct cudaev__track *buckets[NBUCKETS];
+  struct cudaev__track *buckets[NBUCKETS]; /* every record: busy or idle */
+  struct cudaev__track *idle_head, *idle_tail; /* oldest idle first */
+  uint32_t nidle;
+  _Atomic size_t ntracks; /* records alive (read by tests off the loop) */
   struct cudaev__track **busy;
   uint32_t nbusy, cap_busy;
   size_t ntracked;
@@ -266,29 +278,107 @@ static void CUDA_CB gate_fn(void *arg) {
 
 /* ---- tracking (loop thread) --------------------------------------------- */
 
-static struct cudaev__track *track_get(struct cudaev__gpu *g, struct cudaev__waker *w,
-                                       CUstream s) {
+static struct cudaev__track **bucket_of(struct cudaev__gpu *g, CUstream s) {
   uintptr_t h = ((uintptr_t)s >> 4) * 0x9E3779B97F4A7C15ull;
-  struct cudaev__track **b = &g->buckets[(h >> 32) % NBUCKETS];
-  for (struct cudaev__track *t = *b; t != NULL; t = t->hnext)
-    if (t->stream == s) return t;
-  struct cudaev__track *t = cudaev__alloc(sizeof *t);
+  return &g->buckets[(h >> 32) % NBUCKETS];
+}
+
+static void idle_push(struct cudaev__gpu *g, struct cudaev__track *t) {
+  t->inext = NULL;
+  t->iprev = g->idle_tail;
+  if (g->idle_tail != NULL)
+    g->idle_tail->inext = t;
+  else
+    g->idle_head = t;
+  g->idle_tail = t;
+  g->nidle++;
+}
+
+static void idle_unlink(struct cudaev__gpu *g, struct cudaev__track *t) {
+  if (t->iprev != NULL)
+    t->iprev->inext = t->inext;
+  else
+    g->idle_head = t->inext;
+  if (t->inext != NULL)
+    t->inext->iprev = t->iprev;
+  else
+    g->idle_tail = t->iprev;
+  t->inext = t->iprev = NULL;
+  g->nidle--;
+}
+
+static void unhash(struct cudaev__gpu *g, struct cudaev__track *t) {
+  struct cudaev__track **p = bucket_of(g, t->stream);
+  while (*p != t) p = &(*p)->hnext;
+  *p = t->hnext;
+}
+
+static void arm_release(struct cudaev__arm *a);
+
+static struct cudaev__arm *arm_new(struct cudaev__waker *w) {
   struct cudaev__arm *a = cudaev__alloc(sizeof *a);
-  if (t == NULL || a == NULL) {
-    cudaev__free(t, sizeof *t);
-    cudaev__free(a, sizeof *a);
-    return NULL;
-  }
-  memset(t, 0, sizeof *t);
+  if (a == NULL) return NULL;
   atomic_init(&a->refs, 1);
   atomic_init(&a->armed, 0);
   a->w = w;
   atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);
-  t->arm = a;
+  return a;
+}
+
+/* Frees the oldest idle records beyond IDLE_MAX. */
+static void idle_trim(struct cudaev__gpu *g) {
+  while (g->nidle > IDLE_MAX) {
+    struct cudaev__track *t = g->idle_head;
+    idle_unlink(g, t);
+    unhash(g, t);
+    arm_release(t->arm); /* a wakeup still queued keeps its own reference */
+    cudaev__free(t, sizeof *t);
+    atomic_fetch_sub_explicit(&g->ntracks, 1, memory_order_relaxed);
+  }
+}
+
+/* The record of stream `s`, made idle when new (gpu_track makes it busy). */
+static struct cudaev__track *track_get(struct cudaev__gpu *g, struct cudaev__waker *w,
+                                       CUstream s) {
+  struct cudaev__track **b = bucket_of(g, s);
+  for (struct cudaev__track *t = *b; t != NULL; t = t->hnext)
+    if (t->stream == s) return t;
+  struct cudaev__track *t;
+  if (g->nidle >= IDLE_MAX) {
+    /* Reuse the oldest idle record: nothing of it is kept but its arm, and
+     * only when no wakeup is queued on the old stream (that wakeup would
+     * clear `armed` under the new stream's feet). */
+    t = g->idle_head;
+    idle_unlink(g, t);
+    unhash(g, t);
+    if (atomic_load_explicit(&t->arm->armed, memory_order_seq_cst)) {
+      struct cudaev__arm *a = arm_new(w);
+      if (a != NULL) {
+        arm_release(t->arm);
+        t->arm = a;
+      } /* else keep it: wakeups of this stream wait for the old one (the
+           watchdog's timer still wakes the loop) */
+    }
+  } else {
+    t = cudaev__alloc(sizeof *t);
+    struct cudaev__arm *a = arm_new(w);
+    if (t == NULL || a == NULL) {
+      cudaev__free(t, sizeof *t);
+      if (a != NULL) arm_release(a);
+      return NULL;
+    }
+    memset(t, 0, sizeof *t);
+    t->arm = a;
+    atomic_fetch_add_explicit(&g->ntracks, 1, memory_order_relaxed);
+  }
   t->stream = s;
+  t->head = t->tail = NULL;
   t->busy_idx = UINT32_MAX;
+  t->ngates = 0;
+  t->nsub = t->armed_upto = 0;
   t->hnext = *b;
   *b = t;
+  idle_push(g, t);
   return t;
 }
 
@@ -326,6 +416,7 @@ void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
   if (f->kind == CUDAEV__K_GPU && !f->has_gate) t->nsub++;
   if (f->kind == CUDAEV__K_HOSTFN) t->ngates++;
   if (t->busy_idx == UINT32_MAX) {
+    idle_unlink(g, t);
     t->busy_idx = g->nbusy;
     g->busy[g->nbusy++] = t;
     if (g->nbusy == 1) g->next_watchdog = cudaev__now_ns() + WATCHDOG_NS;
@@ -412,6 +503,9 @@ static void busy_del(struct cudaev__gpu *g, uint32_t i) {
   g->busy[i] = last;
   last->busy_idx = i;
   t->busy_idx = UINT32_MAX;
+  /* Idle now. Callers do not touch other records after this. */
+  idle_push(g, t);
+  idle_trim(g);
 }
 
 bool cudaev__gpu_poll(struct cudaev_loop *loop) {
@@ -548,6 +642,22 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
   return g->next_watchdog > now ? g->next_watchdog - now : 0;
 }
 
+size_t cudaev__gpu_tracks(struct cudaev_loop *loop) {
+  return loop->gpu ? atomic_load_explicit(&loop->gpu->ntracks, memory_order_relaxed) : 0;
+}
+
+void cudaev__gpu_open_gates(struct cudaev_loop *loop) {
+  struct cudaev__gpu *g = loop->gpu;
+  for (uint32_t i = 0; i < g->nbusy; i++)
+    for (struct cudaev_future *f = g->busy[i]->head; f != NULL; f = f->qnext) {
+      if (f->kind != CUDAEV__K_HOSTFN) continue;
+      if (f->use_event)
+        hgate_open(f->aux.hg); /* its reference stays: the process is ending */
+      else
+        __atomic_store_n(word_ptr(g, f->gate), f->tag, __ATOMIC_RELEASE);
+    }
+}
+
 void cudaev__gpu_fini(struct cudaev_loop *loop) {
   struct cudaev__gpu *g = loop->gpu;
   bool pushed = cudaev__gpu_enter(loop);
@@ -570,6 +680,8 @@ void cudaev__gpu_fini(struct cudaev_loop *loop) {
       t = n;
     }
   }
+  g->idle_head = g->idle_tail = NULL;
+  g->nidle = 0;
   cudaev__free(g->busy, g->cap_busy * sizeof *g->busy);
   cudaev__free(g->free_words, g->cap_free * sizeof(uint32_t));
   cudaev__free(g->free_events, g->cap_free_ev * sizeof(CUevent));

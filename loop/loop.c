@@ -165,28 +165,41 @@ static void ev_after(struct ev_loop *evl, struct cudaev_loop *loop, bool more) {
     ev_idle_stop(evl, &s->idle);
 }
 
+/* Thread mode: a stop request (thread_signal_stop). Every watcher checks
+ * it, not only the io one: a pass run from the idle or timer watcher may
+ * have read the stop request's eventfd write, and the io watcher would then
+ * not fire again. */
+static bool ev_stop_seen(struct ev_loop *evl, struct cudaev_loop *loop) {
+  if (!atomic_load_explicit(&loop->stopping, memory_order_acquire)) return false;
+  ev_break(evl, EVBREAK_ALL);
+  return true;
+}
+
 static void ev_io_cb(struct ev_loop *evl, ev_io *w, int revents) {
   struct cudaev_loop *loop = w->data;
-  if (atomic_load_explicit(&loop->stopping, memory_order_acquire)) {
-    ev_break(evl, EVBREAK_ALL);
-    return;
-  }
+  if (ev_stop_seen(evl, loop)) return;
   ev_after(evl, loop, cudaev__loop_process(loop));
 }
 
 static void ev_idle_cb(struct ev_loop *evl, ev_idle *w, int revents) {
   struct cudaev_loop *loop = w->data;
+  if (ev_stop_seen(evl, loop)) return;
   ev_after(evl, loop, cudaev__loop_process(loop));
 }
 
 static void ev_timer_cb(struct ev_loop *evl, ev_timer *w, int revents) {
   struct cudaev_loop *loop = w->data;
+  if (ev_stop_seen(evl, loop)) return;
   ev_after(evl, loop, cudaev__loop_process(loop));
 }
 
 static void ev_prepare_cb(struct ev_loop *evl, ev_prepare *w, int revents) {
   struct cudaev_loop *loop = w->data;
   struct ev_state *s = loop->be_state;
+  if (ev_stop_seen(evl, loop)) {
+    ev_idle_start(evl, &s->idle); /* do not block before the break is seen */
+    return;
+  }
   if (ev_is_active(&s->idle)) return; /* not going to block anyway */
   uint64_t t = cudaev__loop_before_sleep(loop);
   ev_timer_stop(evl, &s->timer);
@@ -235,9 +248,30 @@ const struct cudaev__backend cudaev__backend_ev = {"ev", ev_start_, ev_stop_};
 
 /* ---- backend: own thread ---------------------------------------------------- */
 
+/* Every thread-mode loop of the process (the default one included) is on a
+ * registry, so that process exit can stop the threads before the driver's
+ * own exit handlers tear the driver down under them (docs/design.md, "Exit,
+ * fork and dlclose"). */
 struct thread_state {
   pthread_t th;
+  struct cudaev_loop *loop;
+  struct thread_state *next, **pprev; /* registry; pprev is NULL once out */
+  bool gone; /* the thread no longer runs: joined at exit, or not in this
+                process (a fork child) */
 };
+
+/* reg_mu guards the registry and every thread_state's links and `gone`.
+ * Lock order: default_mu, then reg_mu. */
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct thread_state *reg_head;
+static pid_t reg_pid;     /* the process the registered threads run in */
+static bool reg_hooked;   /* the exit and fork handlers are registered */
+static pthread_mutex_t default_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(struct cudaev_loop *) default_loop;
+
+/* How long process exit waits for one loop thread (a callback that never
+ * returns, or a second thread inside exit(), must not hang the exit). */
+#define EXIT_JOIN_NS 2000000000ull
 
 static void *thread_main(void *arg) {
   struct cudaev_loop *loop = arg;
@@ -250,9 +284,100 @@ static void *thread_main(void *arg) {
   return NULL;
 }
 
+/* Asks the loop thread to leave ev_run: the io watcher sees `stopping`.
+ * Forces a write even if one is pending (the pending one may have been
+ * read already). Any thread. */
+static void thread_signal_stop(struct cudaev_loop *loop) {
+  atomic_store_explicit(&loop->stopping, 1, memory_order_release);
+  uint64_t one = 1;
+  ssize_t r;
+  do r = write(loop->waker->fd, &one, sizeof one);
+  while (r < 0 && errno == EINTR);
+}
+
+static void reg_unlink(struct thread_state *t) {
+  if (t->pprev == NULL) return;
+  *t->pprev = t->next;
+  if (t->next != NULL) t->next->pprev = t->pprev;
+  t->next = NULL;
+  t->pprev = NULL;
+}
+
+/* Process exit (atexit, so it runs before the exit handlers the driver
+ * registered at cuInit, which happened inside the first loop's creation),
+ * and dlclose of the library (glibc runs a library's atexit handlers in
+ * dlclose). Stops every thread-mode loop and joins its thread (bounded),
+ * then opens the gates of loop-thread host functions the loop will never
+ * run, so that no stream, and no driver thread, stays blocked on them while
+ * the driver tears down. Runs no user code and no driver call. A loop
+ * thread that calls exit() itself (from a callback) is only told to stop:
+ * it cannot join itself, and it will not return to its loop. */
+static void loops_at_exit(void) {
+  pthread_mutex_lock(&reg_mu);
+  struct thread_state *list = reg_pid == getpid() ? reg_head : NULL;
+  reg_head = NULL;
+  for (struct thread_state *t = list; t != NULL; t = t->next) thread_signal_stop(t->loop);
+  pthread_t self = pthread_self();
+  struct thread_state *next;
+  for (struct thread_state *t = list; t != NULL; t = next) {
+    next = t->next;
+    t->next = NULL;
+    t->pprev = NULL;
+    if (pthread_equal(t->th, self)) {
+      /* Inside one of this loop's callbacks: its state is consistent (a
+       * callback runs between steps), and nobody else touches it. */
+      if (t->loop->gpu) cudaev__gpu_open_gates(t->loop);
+      continue;
+    }
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    uint64_t ns = (uint64_t)dl.tv_nsec + EXIT_JOIN_NS;
+    dl.tv_sec += (time_t)(ns / 1000000000u);
+    dl.tv_nsec = (long)(ns % 1000000000u);
+    if (pthread_timedjoin_np(t->th, NULL, &dl) == 0) {
+      t->gone = true;
+      if (t->loop->gpu) cudaev__gpu_open_gates(t->loop);
+    }
+    /* Else the thread is stuck in a callback: leave it (and its state). */
+  }
+  pthread_mutex_unlock(&reg_mu);
+}
+
+/* Backstop for the case atexit() could not register the handler: an ELF
+ * destructor runs at exit (after every atexit handler, so usually with
+ * nothing left to do) and at dlclose. */
+__attribute__((destructor)) static void loops_fini(void) { loops_at_exit(); }
+
+/* fork(): the registry and the default loop are held across it, so that
+ * the child starts from consistent state. The child has none of the
+ * parent's loop threads: their loops are abandoned there (never joined),
+ * and cudaev_loop_default() makes the child its own. */
+static void fork_prepare(void) {
+  pthread_mutex_lock(&default_mu);
+  pthread_mutex_lock(&reg_mu);
+}
+static void fork_parent(void) {
+  pthread_mutex_unlock(&reg_mu);
+  pthread_mutex_unlock(&default_mu);
+}
+static void fork_child(void) {
+  struct thread_state *next;
+  for (struct thread_state *t = reg_head; t != NULL; t = next) {
+    next = t->next;
+    t->next = NULL;
+    t->pprev = NULL;
+    t->gone = true;
+  }
+  reg_head = NULL;
+  atomic_store_explicit(&default_loop, NULL, memory_order_relaxed);
+  pthread_mutex_unlock(&reg_mu);
+  pthread_mutex_unlock(&default_mu);
+}
+
 static bool thread_start(struct cudaev_loop *loop) {
   struct thread_state *t = cudaev__alloc(sizeof *t);
   if (t == NULL) return true;
+  memset(t, 0, sizeof *t);
   loop->evl = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
   if (loop->evl == NULL || ev_start_(loop)) {
     if (loop->evl != NULL) ev_loop_destroy(loop->evl);
@@ -276,19 +401,37 @@ static bool thread_start(struct cudaev_loop *loop) {
     return true;
   }
   t->th = th;
+  t->loop = loop;
   loop->thread_state = t;
+  pthread_mutex_lock(&reg_mu);
+  if (!reg_hooked) {
+    /* Registered after loop_new's cuInit, so that ours run first. A failed
+     * atexit leaves the destructor. */
+    reg_hooked = true;
+    atexit(loops_at_exit);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+  }
+  reg_pid = getpid();
+  t->next = reg_head;
+  if (reg_head != NULL) reg_head->pprev = &t->next;
+  t->pprev = &reg_head;
+  reg_head = t;
+  pthread_mutex_unlock(&reg_mu);
   return false;
 }
 
 static void thread_stop(struct cudaev_loop *loop) {
   struct thread_state *t = loop->thread_state;
-  atomic_store_explicit(&loop->stopping, 1, memory_order_release);
-  /* The io watcher sees `stopping`; force a write even if one is pending. */
-  uint64_t one = 1;
-  ssize_t r;
-  do r = write(loop->waker->fd, &one, sizeof one);
-  while (r < 0 && errno == EINTR);
-  pthread_join(t->th, NULL);
+  /* Under reg_mu: an exit handler joining this thread right now finishes
+   * first, and then says so in `gone`. */
+  pthread_mutex_lock(&reg_mu);
+  reg_unlink(t);
+  bool gone = t->gone;
+  pthread_mutex_unlock(&reg_mu);
+  if (!gone && !pthread_equal(t->th, pthread_self())) {
+    thread_signal_stop(loop);
+    pthread_join(t->th, NULL);
+  }
   loop->thread_state = NULL;
   cudaev__free(t, sizeof *t);
   ev_stop_(loop);
@@ -359,18 +502,19 @@ CUDAEV_EXPORT cudaError_t cudaev_loop_new_thread(cudaev_loop_t **out) {
   return loop_new(&cudaev__backend_thread, NULL, out);
 }
 
-static pthread_once_t default_once = PTHREAD_ONCE_INIT;
-static cudaev_loop_t *default_loop;
-static void default_init(void) {
-  if (cudaev_loop_new_thread(&default_loop) != cudaSuccess) default_loop = NULL;
-}
 CUDAEV_EXPORT cudaev_loop_t *cudaev_loop_default(void) {
-  pthread_once(&default_once, default_init);
-  return default_loop;
+  struct cudaev_loop *l = atomic_load_explicit(&default_loop, memory_order_acquire);
+  if (CUDAEV_LIKELY(l != NULL)) return l;
+  pthread_mutex_lock(&default_mu);
+  l = atomic_load_explicit(&default_loop, memory_order_relaxed);
+  if (l == NULL && cudaev_loop_new_thread(&l) == cudaSuccess)
+    atomic_store_explicit(&default_loop, l, memory_order_release);
+  pthread_mutex_unlock(&default_mu);
+  return l;
 }
 
 CUDAEV_EXPORT void cudaev_loop_destroy(cudaev_loop_t *loop) {
-  if (loop == NULL || loop == default_loop) return;
+  if (loop == NULL || loop == atomic_load_explicit(&default_loop, memory_order_acquire)) return;
   loop->be->stop(loop);
   /* From here the calling thread is the loop thread. */
   cudaev__loop_process(loop);

@@ -256,6 +256,14 @@ void cudaev__gpu_fini(struct cudaev_loop *loop);
  * another (or none) is current; returns whether it pushed. */
 bool cudaev__gpu_enter(struct cudaev_loop *loop);
 void cudaev__gpu_leave(struct cudaev_loop *loop, bool pushed);
+/* Stream records alive (tracked streams plus at most IDLE_MAX idle ones);
+ * for tests. Thread: any (a relaxed snapshot). */
+size_t cudaev__gpu_tracks(struct cudaev_loop *loop);
+/* Process exit, with the loop thread stopped (or calling exit itself):
+ * opens the gates of the loop-thread host functions in the stream FIFOs
+ * without running them, so that neither the GPU nor a driver thread stays
+ * blocked on a loop that will not run again. No driver call, no user code. */
+void cudaev__gpu_open_gates(struct cudaev_loop *loop);
 /* Handles a MSG_NOTIFY. */
 void cudaev__notify_msg(struct cudaev_loop *loop, struct cudaev__msg *m);
 

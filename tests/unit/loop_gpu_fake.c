@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/epoll.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -740,8 +742,151 @@ Test(loop_gpu_fake, graph_launch_future) {
                cudaSuccess);
   cr_expect_eq(cudaev_future_result(f), cudaErrorNotReady);
   cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
-  cr_expect(stream_idle(s));
+  /* An armed wakeup may still follow the marker on the stream. */
+  cr_expect_eq(f_ssync(s), CUDA_SUCCESS);
   cudaev_future_release(f);
   cr_expect_eq(cudaev_graph_launch_async(NULL, NULL, (cudaStream_t)s, &f), cudaErrorInvalidValue);
   cudaev_loop_destroy(loop);
+}
+
+/* ---- stream records and process exit ------------------------------------------ */
+
+/* Test-only counter of stream records (loop/loop_internal.h). */
+size_t cudaev__gpu_tracks(cudaev_loop_t *loop);
+
+static void flag_fn(cudaev_loop_t *loop, void *u) { atomic_store((atomic_int *)u, 1); }
+
+/* Waits until the loop has retired everything, then until a posted call
+ * ran (so that what the loop did before is visible here). */
+static void loop_settle(cudaev_loop_t *loop) {
+  for (int i = 0; i < 5000 && cudaev_loop_pending(loop) != 0; i++) usleep(1000);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  atomic_int done = 0;
+  cr_assert_eq(cudaev_loop_post(loop, flag_fn, &done), cudaSuccess);
+  for (int i = 0; i < 5000 && !atomic_load(&done); i++) usleep(1000);
+  cr_assert(atomic_load(&done));
+}
+
+Test(loop_gpu_fake, stream_records_bounded_with_many_short_lived_streams) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  enum { NSTREAMS = 10000, BATCH = 100, IDLE_MAX = 64 };
+  for (int b = 0; b < NSTREAMS / BATCH; b++) {
+    cudaev_future_t *f[BATCH];
+    for (int i = 0; i < BATCH; i++) {
+      CUstream s;
+      f_screate(&s, 0); /* never the same handle twice: each stream used once */
+      cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
+    }
+    for (int i = 0; i < BATCH; i++) {
+      cr_expect_eq(cudaev_future_wait(f[i], 5 * SEC), cudaSuccess);
+      cudaev_future_release(f[i]);
+    }
+    /* Waiters complete futures from their words; the loop retires the
+     * FIFOs a little later. Once it has, only idle records remain. */
+    if (b % 10 == 9) {
+      loop_settle(loop);
+      cr_expect_leq(cudaev__gpu_tracks(loop), IDLE_MAX, "%zu records after %d idle streams",
+                    cudaev__gpu_tracks(loop), (b + 1) * BATCH);
+    }
+  }
+  /* A few streams used over and over keep their (cached) records. */
+  CUstream s[8];
+  for (int i = 0; i < 8; i++) f_screate(&s[i], 0);
+  for (int r = 0; r < 50; r++) {
+    cudaev_future_t *f;
+    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s[r % 8], &f), cudaSuccess);
+    cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
+    cudaev_future_release(f);
+  }
+  loop_settle(loop);
+  cr_expect_leq(cudaev__gpu_tracks(loop), IDLE_MAX);
+  cudaev_loop_destroy(loop);
+}
+
+/* More streams than idle records are cached, each round: records are
+ * reused for other streams, some while the old stream's armed wakeup is
+ * still queued; every completion still arrives. */
+Test(loop_gpu_fake, stream_records_reused_across_streams) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  cudaev_loop_set_spin(loop, 0); /* sleep at once: every stream gets a wakeup armed */
+  enum { N = 300 };
+  CUstream *s = calloc(N, sizeof *s);
+  for (int i = 0; i < N; i++) f_screate(&s[i], 0);
+  struct count c = {0};
+  cudaev_future_t *f[N];
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++) {
+      cr_assert_eq(kernel(loop, s[i], i % 3 ? 1 : 300, &f[i]), cudaSuccess);
+      cudaev_future_then(f[i], count_cb, &c);
+    }
+    for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+    for (int i = 0; i < 10000 && atomic_load(&c.n) < (round + 1) * N; i++) usleep(1000);
+    cr_expect_eq(atomic_load(&c.n), (round + 1) * N);
+  }
+  cr_expect_eq(atomic_load(&c.bad), 0);
+  loop_settle(loop);
+  cr_expect_leq(cudaev__gpu_tracks(loop), 64);
+  cudaev_loop_destroy(loop);
+  free(s);
+}
+
+/* exit(0) with the default loop running and GPU work pending on it,
+ * including a loop-thread host function whose gate is still closed behind
+ * a 200 ms "kernel". The exit handler stops and joins the loop thread and
+ * opens the gate without running fn, so the stream drains: an exit handler
+ * registered before the loop (it runs after ours) checks that, then leaves
+ * with _exit so that nothing else the test runner registered runs in the
+ * child. Run in a forked child, without this suite's fixture: the child
+ * sets up its own fake GPU. */
+static CUstream exit_stream;
+static struct hf exit_hf;
+static void check_stream_drains_after_exit(void) {
+  for (int i = 0; i < 3000 && !stream_idle(exit_stream); i++) usleep(1000);
+  if (!stream_idle(exit_stream)) _exit(7);
+  if (atomic_load(&exit_hf.ran)) _exit(8);
+  _exit(0);
+}
+
+static void exit_child(void) {
+  alarm(20);
+  setup();
+  atexit(check_stream_drains_after_exit);
+  cudaev_loop_t *d = cudaev_loop_default();
+  if (d == NULL) _exit(2);
+  f_screate(&exit_stream, 0);
+  static uint32_t after;
+  exit_hf.after = &after;
+  cudaev_future_t *k, *h, *g;
+  if (kernel(d, exit_stream, 200000, &k) != cudaSuccess ||
+      cudaev_host_func(d, (cudaStream_t)exit_stream, host_fn, &exit_hf, &h) != cudaSuccess ||
+      cudaev_stream_future(d, (cudaStream_t)exit_stream, &g) != cudaSuccess)
+    _exit(3);
+  /* The loop has seen all four (kernel, gate trigger, host function, marker). */
+  for (int i = 0; i < 5000 && cudaev_loop_pending(d) < 4; i++) usleep(1000);
+  if (cudaev_loop_pending(d) < 4) _exit(4);
+  exit(0);
+}
+
+Test(loop_exit_fake, exit_with_pending_gpu_work_opens_gates, .timeout = 60) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) exit_child();
+  cr_assert_gt(pid, 0);
+  int st = -1;
+  for (int i = 0; i < 3000; i++) {
+    if (waitpid(pid, &st, WNOHANG) == pid) break;
+    st = -1;
+    usleep(10000);
+  }
+  if (st == -1) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+  }
+  cr_expect(st != -1, "the child hung at exit");
+  cr_expect(st != -1 && WIFEXITED(st), "the child died of signal %d",
+            st != -1 && WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  cr_expect(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "child exit code %d",
+            st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
