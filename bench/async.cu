@@ -91,9 +91,10 @@ int main(int argc, char **argv) {
   if (bench_begin("completion_latency")) {
     PFN_cuStreamWriteValue32_v11070 write_value = NULL;
     cudaDriverEntryPointQueryResult q;
-    CHECK(cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", (void **)&write_value, 13000, cudaEnableDefault,
-                                           &q));
-    if (q != cudaDriverEntryPointSuccess || write_value == NULL) DIE("cuStreamWriteValue32 not found (%d)", (int)q);
+    CHECK(cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", (void **)&write_value, 13000,
+                                           cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || write_value == NULL)
+      DIE("cuStreamWriteValue32 not found (%d)", (int)q);
     volatile uint32_t *word;
     void *dword;
     CHECK(cudaHostAlloc((void **)&word, 64, cudaHostAllocMapped));
@@ -118,7 +119,8 @@ int main(int argc, char **argv) {
       seq++;
       spin_kernel<<<1, 1, 0, s>>>(0);
       CHECK_LAUNCH();
-      CUresult r = write_value((CUstream)s, (CUdeviceptr)(uintptr_t)dword, seq, CU_STREAM_WRITE_VALUE_DEFAULT);
+      CUresult r = write_value((CUstream)s, (CUdeviceptr)(uintptr_t)dword, seq,
+                               CU_STREAM_WRITE_VALUE_DEFAULT);
       if (r != CUDA_SUCCESS) DIE("cuStreamWriteValue32 failed: CUresult %d", (int)r);
       while (*word != seq) {
       }
@@ -160,7 +162,8 @@ int main(int argc, char **argv) {
       while (got < window) {
         wait_eventfd();
         for (auto &sl : slots) {
-          if (sl.done.load(std::memory_order_acquire) && sl.done.exchange(0, std::memory_order_acq_rel)) {
+          if (sl.done.load(std::memory_order_acquire) &&
+              sl.done.exchange(0, std::memory_order_acq_rel)) {
             got++;
             submit(sl);
           }

@@ -19,7 +19,8 @@ static void verify(const void *expect, const void *dev, void *scratch, const cha
   if (memcmp(expect, scratch, kBytes) != 0) DIE("%s: copied data differs from its source", what);
 }
 
-template <class F> static void timed_events(const char *metric, double bytes_moved, cudaStream_t s, F copy) {
+template <class F>
+static void timed_events(const char *metric, double bytes_moved, cudaStream_t s, F copy) {
   const int warm = 3, n = 20;
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));

@@ -47,24 +47,24 @@ static void bench_report_cudart(void) {
 
 __attribute__((constructor)) static void bench_report_cudart_ctor(void) { bench_report_cudart(); }
 
-#define CHECK(expr)                                                                          \
-  do {                                                                                       \
-    cudaError_t c_e_ = (expr);                                                               \
-    if (c_e_ != cudaSuccess) {                                                               \
-      fprintf(stderr, "bench: %s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #expr,       \
-              cudaGetErrorName(c_e_), cudaGetErrorString(c_e_));                             \
-      exit(1);                                                                               \
-    }                                                                                        \
+#define CHECK(expr)                                                                    \
+  do {                                                                                 \
+    cudaError_t c_e_ = (expr);                                                         \
+    if (c_e_ != cudaSuccess) {                                                         \
+      fprintf(stderr, "bench: %s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #expr, \
+              cudaGetErrorName(c_e_), cudaGetErrorString(c_e_));                       \
+      exit(1);                                                                         \
+    }                                                                                  \
   } while (0)
 
 /* After a batch of launches: a launch error stays in the last error. */
 #define CHECK_LAUNCH() CHECK(cudaGetLastError())
 
-#define DIE(...)                                                                             \
-  do {                                                                                       \
-    fprintf(stderr, "bench: " __VA_ARGS__);                                                  \
-    fprintf(stderr, "\n");                                                                   \
-    exit(1);                                                                                 \
+#define DIE(...)                            \
+  do {                                      \
+    fprintf(stderr, "bench: " __VA_ARGS__); \
+    fprintf(stderr, "\n");                  \
+    exit(1);                                \
   } while (0)
 
 static inline uint64_t bench_now_ns(void) {
@@ -105,9 +105,13 @@ static inline void bench_end(void) {
   fprintf(stderr, "bench: %s done in %.2f s\n", bench_current, s);
 }
 
-static inline void bench_unit(const char *metric, const char *unit) { printf("unit %s %s\n", metric, unit); }
+static inline void bench_unit(const char *metric, const char *unit) {
+  printf("unit %s %s\n", metric, unit);
+}
 
-static inline void bench_sample(const char *metric, double value) { printf("sample %s %.6g\n", metric, value); }
+static inline void bench_sample(const char *metric, double value) {
+  printf("sample %s %.6g\n", metric, value);
+}
 
 /* Fills a host buffer with a non-zero pseudo-random pattern (xorshift64). */
 static inline void bench_fill_random(void *p, size_t bytes, uint64_t seed) {
@@ -120,7 +124,8 @@ static inline void bench_fill_random(void *p, size_t bytes, uint64_t seed) {
     x ^= x << 17;
     w[i] = x;
   }
-  for (size_t i = n * sizeof(uint64_t); i < bytes; i++) ((unsigned char *)p)[i] = (unsigned char)(i | 1);
+  for (size_t i = n * sizeof(uint64_t); i < bytes; i++)
+    ((unsigned char *)p)[i] = (unsigned char)(i | 1);
 }
 
 #endif

@@ -58,27 +58,33 @@ int main(int argc, char **argv) {
   auto drain = [&] { CHECK(cudaStreamSynchronize(s)); };
 
   if (bench_begin("memcpy_async_d2d_enqueue")) {
-    enqueue("memcpy_async_d2d_enqueue_us", 20, 500, nothing,
-            [&](int) { CHECK(cudaMemcpyAsync(ddst, dsrc, small, cudaMemcpyDeviceToDevice, s)); }, drain);
+    enqueue(
+        "memcpy_async_d2d_enqueue_us", 20, 500, nothing,
+        [&](int) { CHECK(cudaMemcpyAsync(ddst, dsrc, small, cudaMemcpyDeviceToDevice, s)); },
+        drain);
     bench_end();
   }
 
   if (bench_begin("memcpy_async_h2d_enqueue")) {
-    enqueue("memcpy_async_h2d_enqueue_us", 20, 500, nothing,
-            [&](int) { CHECK(cudaMemcpyAsync(ddst, hsrc, small, cudaMemcpyHostToDevice, s)); }, drain);
+    enqueue(
+        "memcpy_async_h2d_enqueue_us", 20, 500, nothing,
+        [&](int) { CHECK(cudaMemcpyAsync(ddst, hsrc, small, cudaMemcpyHostToDevice, s)); }, drain);
     bench_end();
   }
 
   if (bench_begin("event_record_enqueue")) {
     cudaEvent_t ev;
     CHECK(cudaEventCreate(&ev));
-    enqueue("event_record_enqueue_us", 20, 500, nothing, [&](int) { CHECK(cudaEventRecord(ev, s)); }, drain);
+    enqueue(
+        "event_record_enqueue_us", 20, 500, nothing, [&](int) { CHECK(cudaEventRecord(ev, s)); },
+        drain);
     CHECK(cudaEventDestroy(ev));
     bench_end();
   }
 
   if (bench_begin("stream_query_idle")) {
-    enqueue("stream_query_idle_us", 20, 500, nothing, [&](int) { CHECK(cudaStreamQuery(s)); }, nothing);
+    enqueue(
+        "stream_query_idle_us", 20, 500, nothing, [&](int) { CHECK(cudaStreamQuery(s)); }, nothing);
     bench_end();
   }
 
@@ -107,20 +113,22 @@ int main(int argc, char **argv) {
     CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     CHECK(cudaEventRecord(ev, s2));
     CHECK(cudaStreamSynchronize(s2));
-    enqueue("stream_wait_event_enqueue_us", 20, 500, nothing, [&](int) { CHECK(cudaStreamWaitEvent(s, ev, 0)); },
-            drain);
+    enqueue(
+        "stream_wait_event_enqueue_us", 20, 500, nothing,
+        [&](int) { CHECK(cudaStreamWaitEvent(s, ev, 0)); }, drain);
     CHECK(cudaEventDestroy(ev));
     bench_end();
   }
 
   if (bench_begin("malloc_async_free_async")) {
-    enqueue("malloc_async_free_async_us", 20, 500, nothing,
-            [&](int) {
-              void *p;
-              CHECK(cudaMallocAsync(&p, 1 << 20, s));
-              CHECK(cudaFreeAsync(p, s));
-            },
-            drain);
+    enqueue(
+        "malloc_async_free_async_us", 20, 500, nothing,
+        [&](int) {
+          void *p;
+          CHECK(cudaMallocAsync(&p, 1 << 20, s));
+          CHECK(cudaFreeAsync(p, s));
+        },
+        drain);
     bench_end();
   }
 

@@ -26,7 +26,8 @@
 
 __global__ void empty_kernel() {}
 
-template <class F> static void latency(const char *metric, int warm, int n, F f) {
+template <class F>
+static void latency(const char *metric, int warm, int n, F f) {
   std::vector<double> v((size_t)n);
   for (int i = 0; i < warm; i++) f();
   for (int i = 0; i < n; i++) {
@@ -40,7 +41,8 @@ template <class F> static void latency(const char *metric, int warm, int n, F f)
 
 /* Batches of 256 enqueues into a drained stream (the drain is not timed):
  * one sample = host time of a batch / 256. */
-template <class F> static void enqueue_batches(const char *metric, cudaStream_t s, F launch_one) {
+template <class F>
+static void enqueue_batches(const char *metric, cudaStream_t s, F launch_one) {
   const int batch = 256, warm = 10, batches = 200;
   std::vector<double> v(batches);
   for (int b = -warm; b < batches; b++) {
@@ -102,9 +104,8 @@ int main(int argc, char **argv) {
     launch_fn launch = (launch_fn)p;
     cudaKernel_t k;
     CHECK(cudaGetKernel(&k, (const void *)empty_kernel));
-    enqueue_batches("launch_enqueue_driver_us", s, [&] {
-      launch((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, (CUstream)s, NULL, NULL);
-    });
+    enqueue_batches("launch_enqueue_driver_us", s,
+                    [&] { launch((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, (CUstream)s, NULL, NULL); });
     bench_end();
   }
 

@@ -12,13 +12,14 @@
 
 #include "cudaev.h"
 
-#define LC_DRIVER(X)                                                                          \
-  X(cuModuleLoadData) X(cuModuleGetFunction) X(cuStreamCreate) X(cuStreamDestroy)             \
-  X(cuStreamSynchronize) X(cuStreamQuery) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyDtoH)          \
-  X(cuMemcpyHtoD) X(cuMemsetD32) X(cuMemHostAlloc) X(cuMemFreeHost)                           \
-  X(cuMemHostGetDevicePointer) X(cuStreamWaitValue32) X(cuStreamWriteValue32) X(cuEventCreate) \
-  X(cuEventRecord) X(cuEventDestroy) X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuCtxGetCurrent)  \
-  X(cuCtxSetCurrent) X(cuMemFreeAsync)
+#define LC_DRIVER(X)                                                                             \
+  X(cuModuleLoadData)                                                                            \
+  X(cuModuleGetFunction) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)             \
+      X(cuStreamQuery) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyDtoH) X(cuMemcpyHtoD) X(cuMemsetD32) \
+          X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer) X(cuStreamWaitValue32) \
+              X(cuStreamWriteValue32) X(cuEventCreate) X(cuEventRecord) X(cuEventDestroy)        \
+                  X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuCtxGetCurrent) X(cuCtxSetCurrent)    \
+                      X(cuMemFreeAsync)
 
 #define LC_DECL(n) static __typeof__(&n) d_##n;
 LC_DRIVER(LC_DECL)
@@ -77,22 +78,22 @@ static const char lc_ptx[] =
 
 static CUfunction lc_empty, lc_spin, lc_fault, lc_gate;
 
-#define LC_CU(expr)                                                                    \
-  do {                                                                                 \
-    CUresult lc_r_ = (expr);                                                           \
-    if (lc_r_ != CUDA_SUCCESS) {                                                       \
+#define LC_CU(expr)                                                                         \
+  do {                                                                                      \
+    CUresult lc_r_ = (expr);                                                                \
+    if (lc_r_ != CUDA_SUCCESS) {                                                            \
       fprintf(stderr, "%s:%d: %s -> CUresult %d\n", __FILE__, __LINE__, #expr, (int)lc_r_); \
-      exit(1);                                                                         \
-    }                                                                                  \
+      exit(1);                                                                              \
+    }                                                                                       \
   } while (0)
 
-#define LC_RT(expr)                                                                    \
-  do {                                                                                 \
-    cudaError_t lc_e_ = (expr);                                                        \
-    if (lc_e_ != cudaSuccess) {                                                        \
+#define LC_RT(expr)                                                                              \
+  do {                                                                                           \
+    cudaError_t lc_e_ = (expr);                                                                  \
+    if (lc_e_ != cudaSuccess) {                                                                  \
       fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #expr, cudaev_error_name(lc_e_)); \
-      exit(1);                                                                         \
-    }                                                                                  \
+      exit(1);                                                                                   \
+    }                                                                                            \
   } while (0)
 
 /* Resolves the driver entry points and loads the kernels. Needs a current
@@ -100,12 +101,12 @@ static CUfunction lc_empty, lc_spin, lc_fault, lc_gate;
  * device's primary context current). */
 static void lc_init(void) {
   enum cudaDriverEntryPointQueryResult q;
-#define LC_LOAD(n)                                                                       \
+#define LC_LOAD(n)                                                                           \
   if (cudaGetDriverEntryPointByVersion(#n, (void **)&d_##n, CUDA_VERSION, cudaEnableDefault, \
-                                       &q) != cudaSuccess ||                            \
-      q != cudaDriverEntryPointSuccess) {                                                \
-    fprintf(stderr, "no driver entry point %s\n", #n);                                   \
-    exit(1);                                                                             \
+                                       &q) != cudaSuccess ||                                 \
+      q != cudaDriverEntryPointSuccess) {                                                    \
+    fprintf(stderr, "no driver entry point %s\n", #n);                                       \
+    exit(1);                                                                                 \
   }
   LC_DRIVER(LC_LOAD)
 #undef LC_LOAD

@@ -53,7 +53,8 @@ static void chain_cb(cudaev_future_t *f, cudaError_t s, void *u);
 static void chain_submit(void) {
   cudaev_future_t *f;
   t_launch = bench_now_ns();
-  LC_RT(cudaev_launch_cufunc_async(loop, lc_empty, lc_dim(1), lc_dim(1), NULL, 0, (cudaStream_t)st, &f));
+  LC_RT(cudaev_launch_cufunc_async(loop, lc_empty, lc_dim(1), lc_dim(1), NULL, 0, (cudaStream_t)st,
+                                   &f));
   LC_RT(cudaev_future_then(f, chain_cb, NULL));
   cudaev_future_release(f);
 }
@@ -79,9 +80,7 @@ static double run_chain(void) {
   return pct(samples + WARM, N, 0.5);
 }
 
-static void xt_cb(cudaev_future_t *f, cudaError_t s, void *u) {
-  *(uint64_t *)u = bench_now_ns();
-}
+static void xt_cb(cudaev_future_t *f, cudaError_t s, void *u) { *(uint64_t *)u = bench_now_ns(); }
 
 static double run_xthread(void) {
   enum { M = 5000 };
@@ -90,7 +89,8 @@ static double run_xthread(void) {
     cudaev_future_t *f;
     _Atomic uint64_t done = 0;
     uint64_t t0 = bench_now_ns();
-    LC_RT(cudaev_launch_cufunc_async(loop, lc_empty, lc_dim(1), lc_dim(1), NULL, 0, (cudaStream_t)st, &f));
+    LC_RT(cudaev_launch_cufunc_async(loop, lc_empty, lc_dim(1), lc_dim(1), NULL, 0,
+                                     (cudaStream_t)st, &f));
     LC_RT(cudaev_future_then(f, xt_cb, (void *)&done));
     while (atomic_load(&done) == 0) __builtin_ia32_pause();
     samples[i] = bench_us(t0, atomic_load(&done));
@@ -169,7 +169,8 @@ static void run_idle(void) {
     cudaev_future_t *f;
     unsigned long long ns = 200000000ull;
     void *args[] = {&ns};
-    LC_RT(cudaev_launch_cufunc_async(loop, lc_spin, lc_dim(1), lc_dim(1), args, 0, (cudaStream_t)st, &f));
+    LC_RT(cudaev_launch_cufunc_async(loop, lc_spin, lc_dim(1), lc_dim(1), args, 0, (cudaStream_t)st,
+                                     &f));
     LC_RT(cudaev_future_then(f, idle_end, NULL));
     while (!atomic_load(&idle_done)) usleep(1000);
     bench_sample("loop_idle_cpu_pct", idle_pct);
@@ -204,7 +205,8 @@ int main(int argc, char **argv) {
     bench_end();
   }
   fprintf(stderr,
-          "p50: loop %.2f us, loop (other thread) %.2f us, spin sync %.2f us, hostfunc+eventfd %.2f us; "
+          "p50: loop %.2f us, loop (other thread) %.2f us, spin sync %.2f us, hostfunc+eventfd "
+          "%.2f us; "
           "loop/spin %.3f (target <= 1.15), loop/hostfunc %.3f\n",
           ours, xt, spin, hf, spin > 0 ? ours / spin : 0, hf > 0 ? ours / hf : 0);
   LC_CU(d_cuStreamDestroy(st));

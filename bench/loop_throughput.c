@@ -153,9 +153,9 @@ static void *watchdog_main(void *arg) {
 /* ---- gates ------------------------------------------------------------------
  */
 
-#define GATE_FLAG (&host_words[0])
+#define GATE_FLAG    (&host_words[0])
 #define GATE_GAVE_UP (&host_words[1])
-#define REF_WORD(i) (&host_words[64 + (i)])
+#define REF_WORD(i)  (&host_words[64 + (i)])
 
 /* Holds streams [lo, hi) until the flag reaches `want` (or limit_ns). */
 static void gates(int lo, int hi, uint32_t want, unsigned long long limit_ns) {
@@ -180,13 +180,10 @@ static uint64_t t_first, t_last; /* loop-thread clock of the first and last one 
 static void count_cb(cudaev_future_t *f, cudaError_t s, void *u) {
   (void)f;
   (void)u;
-  if (s != cudaSuccess)
-    DIE("future failed: %s", cudaev_error_name(s));
+  if (s != cudaSuccess) DIE("future failed: %s", cudaev_error_name(s));
   long c = atomic_load_explicit(&count, memory_order_relaxed) + 1;
-  if (c == 1)
-    t_first = bench_now_ns();
-  if (c == target)
-    t_last = bench_now_ns();
+  if (c == 1) t_first = bench_now_ns();
+  if (c == target) t_last = bench_now_ns();
   atomic_store_explicit(&count, c, memory_order_release); /* only the loop thread writes */
 }
 
@@ -195,8 +192,7 @@ static atomic_long held_count;
 static void held_cb(cudaev_future_t *f, cudaError_t s, void *u) {
   (void)f;
   (void)u;
-  if (s != cudaSuccess)
-    DIE("held future failed: %s", cudaev_error_name(s));
+  if (s != cudaSuccess) DIE("held future failed: %s", cudaev_error_name(s));
   atomic_store_explicit(&held_count, atomic_load_explicit(&held_count, memory_order_relaxed) + 1,
                         memory_order_release);
 }
@@ -244,15 +240,13 @@ static void *submit_main(void *arg) {
 static long rate_depth(enum mode m) {
   long ops = OPS_PER_QUEUE / per_queue(NSTREAMS) - 3; /* the gate, up to 2 armed wakeups */
   long per = m == M_MARKER ? ops : ops / 2;
-  if (per > 128)
-    per = 128;
+  if (per > 128) per = 128;
   return per < 2 ? 2 : per;
 }
 
 static void rate(const char *metric, enum mode mode) {
   cudaev_loop_t *loop = NULL;
-  if (mode != M_REF)
-    LC_RT(cudaev_loop_new_thread(&loop));
+  if (mode != M_REF) LC_RT(cudaev_loop_new_thread(&loop));
   bench_unit(metric, "per_s");
   long per = rate_depth(mode);
   int good = 0;
@@ -263,8 +257,7 @@ static void rate(const char *metric, enum mode mode) {
     target = total;
     t_first = t_last = 0;
     *GATE_GAVE_UP = 0;
-    for (int i = 0; i < NSTREAMS; i++)
-      *REF_WORD(i) = 0;
+    for (int i = 0; i < NSTREAMS; i++) *REF_WORD(i) = 0;
     watch(5, "%s window %d: queueing %ld per stream on %d streams from %d threads", metric, w, per,
           NSTREAMS, SUBMITTERS);
     uint64_t tq = bench_now_ns();
@@ -276,15 +269,12 @@ static void rate(const char *metric, enum mode mode) {
                                   .per = per,
                                   .lo = t * NSTREAMS / SUBMITTERS,
                                   .hi = (t + 1) * NSTREAMS / SUBMITTERS};
-      if (pthread_create(&sub[t].th, NULL, submit_main, &sub[t]) != 0)
-        DIE("no submitter thread");
+      if (pthread_create(&sub[t].th, NULL, submit_main, &sub[t]) != 0) DIE("no submitter thread");
     }
-    for (int t = 0; t < SUBMITTERS; t++)
-      pthread_join(sub[t].th, NULL);
+    for (int t = 0; t < SUBMITTERS; t++) pthread_join(sub[t].th, NULL);
     if (loop != NULL) {
       watch(5, "%s window %d: loop taking in %ld submissions", metric, w, total);
-      while (cudaev_loop_pending(loop) < (size_t)total && !gates_gave_up())
-        usleep(100);
+      while (cudaev_loop_pending(loop) < (size_t)total && !gates_gave_up()) usleep(100);
     }
     double queue_ms = (double)(bench_now_ns() - tq) / 1e6;
     watch(5, "%s window %d: gates open, waiting for %ld completions", metric, w, total);
@@ -297,16 +287,16 @@ static void rate(const char *metric, enum mode mode) {
           __builtin_ia32_pause();
       rate_v = (double)total / ((double)(bench_now_ns() - t0) / 1e9);
     } else {
-      while (atomic_load_explicit(&count, memory_order_acquire) < total)
-        __builtin_ia32_pause();
+      while (atomic_load_explicit(&count, memory_order_acquire) < total) __builtin_ia32_pause();
       rate_v = (double)(total - 1) / ((double)(t_last - t_first) / 1e9);
     }
     if (gates_gave_up()) {
       /* Queueing outlived the gate: the GPU ran while work was still being
        * queued, so the window measured enqueue cost. Drop it, queue less. */
-      progress("%s window %d: DROPPED, a gate gave up after %.0f ms (queueing took %.1f ms); "
-               "per-stream depth %ld -> %ld",
-               metric, w, RATE_GATE_NS / 1e6, queue_ms, per, per > 2 ? per / 2 : 2);
+      progress(
+          "%s window %d: DROPPED, a gate gave up after %.0f ms (queueing took %.1f ms); "
+          "per-stream depth %ld -> %ld",
+          metric, w, RATE_GATE_NS / 1e6, queue_ms, per, per > 2 ? per / 2 : 2);
       per = per > 2 ? per / 2 : 2;
       continue;
     }
@@ -317,14 +307,12 @@ static void rate(const char *metric, enum mode mode) {
     progress("%s window %d: %.0f completions/s (%ld on %d streams, queued in %.1f ms)", metric, w,
              rate_v, total, NSTREAMS, queue_ms);
   }
-  if (good == 0)
-    DIE("%s: no window completed with its gates closed until opened", metric);
+  if (good == 0) DIE("%s: no window completed with its gates closed until opened", metric);
   if (loop != NULL) {
     watch(10, "%s: cudaev_loop_destroy", metric);
     cudaev_loop_destroy(loop);
   }
-  for (int i = 0; i < NSTREAMS; i++)
-    LC_CU(d_cuStreamSynchronize(ss[i]));
+  for (int i = 0; i < NSTREAMS; i++) LC_CU(d_cuStreamSynchronize(ss[i]));
 }
 
 /* ---- pending cost ---------------------------------------------------------
@@ -340,10 +328,8 @@ static void cost(const char *metric, long n, cudaev_future_t **promises) {
     /* Held GPU futures: what the queue budget leaves after the measured. */
     int q = per_queue(NSTREAMS); /* measured streams per queue; as many held */
     per_h = (OPS_PER_QUEUE - q * (per_m + 1)) / q - 1;
-    if (per_h > 48)
-      per_h = 48;
-    if (per_h < 1)
-      per_h = 1;
+    if (per_h > 48) per_h = 48;
+    if (per_h < 1) per_h = 1;
     nprom = n - COST_MEASURED - per_h * NSTREAMS;
   }
   int good = 0;
@@ -365,8 +351,7 @@ static void cost(const char *metric, long n, cudaev_future_t **promises) {
         LC_RT(cudaev_future_then(f, count_cb, NULL));
         cudaev_future_release(f);
       }
-    if (per_h > 0)
-      gates(NSTREAMS, NSTREAMS_ALL, r2, COST_GATE_NS);
+    if (per_h > 0) gates(NSTREAMS, NSTREAMS_ALL, r2, COST_GATE_NS);
     for (long k = 0; k < per_h; k++)
       for (int i = NSTREAMS; i < NSTREAMS_ALL; i++) {
         cudaev_future_t *f;
@@ -380,12 +365,10 @@ static void cost(const char *metric, long n, cudaev_future_t **promises) {
     }
     long total = COST_MEASURED + per_h * NSTREAMS + nprom;
     watch(10, "%s window %d: loop taking in %ld submissions", metric, w, total);
-    while (cudaev_loop_pending(loop) < (size_t)total && !gates_gave_up())
-      cudaev_loop_process(loop);
+    while (cudaev_loop_pending(loop) < (size_t)total && !gates_gave_up()) cudaev_loop_process(loop);
     watch(10, "%s window %d: measured gates open, synchronizing %d streams", metric, w, NSTREAMS);
     gates_open(r1);
-    for (int i = 0; i < NSTREAMS; i++)
-      LC_CU(d_cuStreamSynchronize(ss[i]));
+    for (int i = 0; i < NSTREAMS; i++) LC_CU(d_cuStreamSynchronize(ss[i]));
     int valid = !gates_gave_up() && atomic_load(&count) == 0;
     watch(10, "%s window %d: completing %d futures, %ld pending", metric, w, COST_MEASURED, total);
     uint64_t t0 = bench_now_ns();
@@ -399,8 +382,7 @@ static void cost(const char *metric, long n, cudaev_future_t **promises) {
       LC_RT(cudaev_promise_set(promises[k], cudaSuccess));
       cudaev_future_release(promises[k]);
     }
-    while (atomic_load(&held_count) < total - COST_MEASURED)
-      cudaev_loop_process(loop);
+    while (atomic_load(&held_count) < total - COST_MEASURED) cudaev_loop_process(loop);
     if (!valid) {
       progress("%s window %d: DROPPED, a gate gave up before it was opened", metric, w);
       continue;
@@ -411,11 +393,9 @@ static void cost(const char *metric, long n, cudaev_future_t **promises) {
     }
     progress("%s window %d: %.3f us per completion, %ld pending", metric, w, us, total);
   }
-  if (good == 0)
-    DIE("%s: no window completed with its gates closed until opened", metric);
+  if (good == 0) DIE("%s: no window completed with its gates closed until opened", metric);
   watch(10, "%s: cudaev_loop_destroy", metric);
-  for (int i = NSTREAMS; i < NSTREAMS_ALL; i++)
-    LC_CU(d_cuStreamSynchronize(ss[i]));
+  for (int i = NSTREAMS; i < NSTREAMS_ALL; i++) LC_CU(d_cuStreamSynchronize(ss[i]));
   cudaev_loop_destroy(loop);
 }
 
@@ -425,27 +405,22 @@ int main(int argc, char **argv) {
   /* Before the context exists: the driver reads it at context creation. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   connections = atoi(getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
-  if (connections < 1)
-    connections = 8;
-  if (connections > 32)
-    connections = 32;
+  if (connections < 1) connections = 8;
+  if (connections > 32) connections = 32;
   pthread_t wd;
   watch(30, "start: cudaev_loop_new_foreign, lc_init, %d streams", NSTREAMS_ALL);
-  if (pthread_create(&wd, NULL, watchdog_main, NULL) != 0)
-    DIE("no watchdog thread");
+  if (pthread_create(&wd, NULL, watchdog_main, NULL) != 0) DIE("no watchdog thread");
   progress("start: CUDA_DEVICE_MAX_CONNECTIONS=%d (%d streams per hardware queue)", connections,
            per_queue(NSTREAMS));
   cudaev_loop_t *boot;
   LC_RT(cudaev_loop_new_foreign(&boot)); /* makes the primary context current */
   lc_init();
   LC_CU(d_cuCtxGetCurrent(&ctx));
-  for (int i = 0; i < NSTREAMS_ALL; i++)
-    LC_CU(d_cuStreamCreate(&ss[i], CU_STREAM_NON_BLOCKING));
+  for (int i = 0; i < NSTREAMS_ALL; i++) LC_CU(d_cuStreamCreate(&ss[i], CU_STREAM_NON_BLOCKING));
   LC_CU(d_cuMemHostAlloc((void **)&host_words, 128 * 4,
                          CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
   LC_CU(d_cuMemHostGetDevicePointer(&dev_words, (void *)host_words, 0));
-  for (int i = 0; i < 128; i++)
-    host_words[i] = 0;
+  for (int i = 0; i < 128; i++) host_words[i] = 0;
   if (bench_begin("loop_completions")) {
     progress("loop_completions: begin, %ld kernels per stream", rate_depth(M_KERNEL));
     rate("loop_completions_per_s", M_KERNEL);
@@ -465,16 +440,14 @@ int main(int argc, char **argv) {
     progress("loop_completion_cost: begin");
     enum { NPEND_MAX = 100352 };
     cudaev_future_t **promises = malloc(NPEND_MAX * sizeof *promises);
-    if (promises == NULL)
-      DIE("out of memory");
+    if (promises == NULL) DIE("out of memory");
     cost("loop_completion_cost_1k_pending_us", COST_MEASURED, promises);
     cost("loop_completion_cost_100k_pending_us", NPEND_MAX, promises);
     free(promises);
     bench_end();
   }
   watch(30, "teardown");
-  for (int i = 0; i < NSTREAMS_ALL; i++)
-    LC_CU(d_cuStreamDestroy(ss[i]));
+  for (int i = 0; i < NSTREAMS_ALL; i++) LC_CU(d_cuStreamDestroy(ss[i]));
   LC_CU(d_cuMemFreeHost((void *)host_words));
   cudaev_loop_destroy(boot);
   progress("done");

@@ -22,7 +22,8 @@ static int child(int fd) {
   CHECK_LAUNCH();
   CHECK(cudaDeviceSynchronize());
   uint64_t t = bench_now_ns();
-  if (write(fd, &t, sizeof t) != (ssize_t)sizeof t) DIE("startup child: write: %s", strerror(errno));
+  if (write(fd, &t, sizeof t) != (ssize_t)sizeof t)
+    DIE("startup child: write: %s", strerror(errno));
   return 0;
 }
 

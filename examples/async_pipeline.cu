@@ -22,7 +22,7 @@
 #include "cudaev.h"
 
 #define MAX_REQUESTS 1024
-#define N (1 << 16)
+#define N            (1 << 16)
 
 // async_pipeline [REQUESTS [MODE]]: MODE 0 = the full chain (default),
 // 1 = no loop-thread host function, 2 = a host function that makes no CUDA
@@ -75,8 +75,8 @@ static int submit(struct request *r) {
   void *args[] = {&r->dev, &n, &k};
   if (cudaev_memcpy_async(loop, r->dev, r->host, N * sizeof(float), cudaMemcpyHostToDevice,
                           r->stream, &f[0]) != cudaSuccess ||
-      cudaev_launch_kernel_async(loop, (const void *)scale, dim3((N + 255) / 256), dim3(256),
-                                 args, 0, r->stream, &f[1]) != cudaSuccess ||
+      cudaev_launch_kernel_async(loop, (const void *)scale, dim3((N + 255) / 256), dim3(256), args,
+                                 0, r->stream, &f[1]) != cudaSuccess ||
       cudaev_memcpy_async(loop, r->host, r->dev, N * sizeof(float), cudaMemcpyDeviceToHost,
                           r->stream, &f[2]) != cudaSuccess)
     return -1;

@@ -36,21 +36,28 @@ int main(void) {
     printf("  global memory                     %.0f MiB\n", p.totalGlobalMem / 1048576.0);
     printf("  multiprocessors                   %d\n", p.multiProcessorCount);
     printf("  GPU clock                         %d MHz\n", clock / 1000);
-    printf("  memory clock, bus width           %d MHz, %d bits\n", memclock / 1000, p.memoryBusWidth);
+    printf("  memory clock, bus width           %d MHz, %d bits\n", memclock / 1000,
+           p.memoryBusWidth);
     printf("  L2 cache                          %d KiB\n", p.l2CacheSize / 1024);
     printf("  constant memory                   %zu bytes\n", p.totalConstMem);
-    printf("  shared memory per block (optin)   %zu (%zu) bytes\n", p.sharedMemPerBlock, p.sharedMemPerBlockOptin);
+    printf("  shared memory per block (optin)   %zu (%zu) bytes\n", p.sharedMemPerBlock,
+           p.sharedMemPerBlockOptin);
     printf("  shared memory per multiprocessor  %zu bytes\n", p.sharedMemPerMultiprocessor);
     printf("  registers per block               %d\n", p.regsPerBlock);
     printf("  warp size                         %d\n", p.warpSize);
-    printf("  max threads per SM / per block    %d / %d\n", p.maxThreadsPerMultiProcessor, p.maxThreadsPerBlock);
-    printf("  max block dims                    %d x %d x %d\n", p.maxThreadsDim[0], p.maxThreadsDim[1], p.maxThreadsDim[2]);
-    printf("  max grid dims                     %d x %d x %d\n", p.maxGridSize[0], p.maxGridSize[1], p.maxGridSize[2]);
+    printf("  max threads per SM / per block    %d / %d\n", p.maxThreadsPerMultiProcessor,
+           p.maxThreadsPerBlock);
+    printf("  max block dims                    %d x %d x %d\n", p.maxThreadsDim[0],
+           p.maxThreadsDim[1], p.maxThreadsDim[2]);
+    printf("  max grid dims                     %d x %d x %d\n", p.maxGridSize[0], p.maxGridSize[1],
+           p.maxGridSize[2]);
     printf("  async engines                     %d\n", p.asyncEngineCount);
     printf("  unified addressing / managed      %d / %d\n", p.unifiedAddressing, p.managedMemory);
-    printf("  concurrent kernels / cooperative  %d / %d\n", p.concurrentKernels, p.cooperativeLaunch);
+    printf("  concurrent kernels / cooperative  %d / %d\n", p.concurrentKernels,
+           p.cooperativeLaunch);
     printf("  ECC                               %s\n", p.ECCEnabled ? "on" : "off");
-    printf("  cluster launch / memory pools     %d / %d\n", p.clusterLaunch, p.memoryPoolsSupported);
+    printf("  cluster launch / memory pools     %d / %d\n", p.clusterLaunch,
+           p.memoryPoolsSupported);
     int lo = 0, hi = 0;
     if (check(cudaSetDevice(d), "cudaSetDevice") ||
         check(cudaDeviceGetStreamPriorityRange(&lo, &hi), "cudaDeviceGetStreamPriorityRange"))
@@ -61,7 +68,8 @@ int main(void) {
       if (peer == d) continue;
       cudaDeviceGetP2PAttribute(&access, cudaDevP2PAttrAccessSupported, d, peer);
       cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, d, peer);
-      printf("  peer access to device %d           %s (rank %d)\n", peer, access ? "yes" : "no", rank);
+      printf("  peer access to device %d           %s (rank %d)\n", peer, access ? "yes" : "no",
+             rank);
     }
   }
   return 0;

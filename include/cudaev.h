@@ -38,14 +38,14 @@ extern "C" {
 #define CUDAEV_VERSION_MINOR 1
 #define CUDAEV_VERSION_PATCH 0
 
-struct ev_loop;      /* libev's loop (ev.h) */
-struct CUfunc_st;    /* the driver's CUfunction (cuda.h) */
+struct ev_loop;   /* libev's loop (ev.h) */
+struct CUfunc_st; /* the driver's CUfunction (cuda.h) */
 
 /* ---- outcomes ------------------------------------------------------------ */
 
 /* The future was cancelled (cudaev_future_cancel) before it completed. The
  * GPU work itself was not stopped. */
-#define CUDAEV_ERROR_CANCELLED ((cudaError_t)10000)
+#define CUDAEV_ERROR_CANCELLED      ((cudaError_t)10000)
 /* The loop was destroyed while the future was pending. */
 #define CUDAEV_ERROR_LOOP_DESTROYED ((cudaError_t)10001)
 
@@ -269,14 +269,14 @@ cudaError_t cudaev_malloc_async(cudaev_loop_t *loop, void **dev_ptr, size_t size
 
 /* cudaLaunchKernel (func: a registered host stub or a cudaKernel_t) +
  * completion. */
-cudaError_t cudaev_launch_kernel_async(cudaev_loop_t *loop, const void *func, dim3 grid,
-                                       dim3 block, void **args, size_t shmem,
-                                       cudaStream_t stream, cudaev_future_t **out);
+cudaError_t cudaev_launch_kernel_async(cudaev_loop_t *loop, const void *func, dim3 grid, dim3 block,
+                                       void **args, size_t shmem, cudaStream_t stream,
+                                       cudaev_future_t **out);
 
 /* cuLaunchKernel of a driver CUfunction + completion. */
 cudaError_t cudaev_launch_cufunc_async(cudaev_loop_t *loop, struct CUfunc_st *func, dim3 grid,
-                                       dim3 block, void **args, size_t shmem,
-                                       cudaStream_t stream, cudaev_future_t **out);
+                                       dim3 block, void **args, size_t shmem, cudaStream_t stream,
+                                       cudaev_future_t **out);
 
 /* cudaGraphLaunch + completion: the future completes once the stream has
  * passed the whole graph launch. Errors as cudaGraphLaunch's. Thread: any. */
@@ -355,8 +355,8 @@ cudaError_t cudaev_host_func(cudaev_loop_t *loop, cudaStream_t stream, cudaev_ho
  * error (cudaErrorNotSupported where the driver has none), or
  * cudaErrorMemoryAllocation. Ownership: unregister with
  * cudaev_notify_unregister before destroying the loop. Thread: any. */
-cudaError_t cudaev_notify_register(cudaev_loop_t *loop, int device, cudaev_notify_cb cb,
-                                   void *user, cudaev_notify_t **out);
+cudaError_t cudaev_notify_register(cudaev_loop_t *loop, int device, cudaev_notify_cb cb, void *user,
+                                   cudaev_notify_t **out);
 
 /* Unregisters; after it returns no new callback is queued (one already
  * queued is dropped). Thread: any. */

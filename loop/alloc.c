@@ -34,8 +34,8 @@ void cudaev__free(void *p, size_t size) {
 #else
 /* Size classes of 16 bytes up to 512; larger objects go to malloc. */
 #define CLASS_SHIFT 4
-#define CLASSES 32
-#define CACHE_MAX 8192 /* objects kept per class per thread */
+#define CLASSES     32
+#define CACHE_MAX   8192 /* objects kept per class per thread */
 
 struct free_obj {
   struct free_obj *next;
@@ -109,7 +109,8 @@ struct cudaev__msg *cudaev__mpsc_pop(struct cudaev__mpsc *q) {
     q->head = next;
     return head;
   }
-  if (head != atomic_load_explicit(&q->tail, memory_order_acquire)) return NULL; /* push in flight */
+  if (head != atomic_load_explicit(&q->tail, memory_order_acquire))
+    return NULL; /* push in flight */
   cudaev__mpsc_push(q, &q->stub);
   next = atomic_load_explicit(&head->next, memory_order_acquire);
   if (next != NULL) {
@@ -120,6 +121,5 @@ struct cudaev__msg *cudaev__mpsc_pop(struct cudaev__mpsc *q) {
 }
 
 bool cudaev__mpsc_empty(struct cudaev__mpsc *q) {
-  return q->head == &q->stub &&
-         atomic_load_explicit(&q->tail, memory_order_seq_cst) == &q->stub;
+  return q->head == &q->stub && atomic_load_explicit(&q->tail, memory_order_seq_cst) == &q->stub;
 }

@@ -78,7 +78,8 @@ static void send_bits(struct cudaev_future *f, uint32_t bit) {
 bool cudaev__future_claim(struct cudaev_future *f) {
   uint32_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
   while ((s & CUDAEV__STATE_MASK) == CUDAEV__PENDING) {
-    if (atomic_compare_exchange_weak_explicit(&f->state, &s, (s & CUDAEV__WAITERS) | CUDAEV__CLAIMED,
+    if (atomic_compare_exchange_weak_explicit(&f->state, &s,
+                                              (s & CUDAEV__WAITERS) | CUDAEV__CLAIMED,
                                               memory_order_acq_rel, memory_order_relaxed))
       return true;
   }

@@ -44,10 +44,10 @@
 #include <unistd.h>
 
 #define WORDS_PER_CHUNK 4096u
-#define MAX_CHUNKS 1024u
-#define NBUCKETS 1024u
-#define WATCHDOG_NS 200000000ull
-#define IDLE_MAX 64u /* idle stream records kept for reuse */
+#define MAX_CHUNKS      1024u
+#define NBUCKETS        1024u
+#define WATCHDOG_NS     200000000ull
+#define IDLE_MAX        64u /* idle stream records kept for reuse */
 
 /* The argument of an armed wakeup (wake_arm_fn): refcounted, so that it
  * outlives the stream's record and the loop when the driver runs the host
@@ -70,14 +70,14 @@ struct cudaev__hgate {
 
 struct cudaev__track {
   CUstream stream;
-  struct cudaev_future *head, *tail; /* FIFO, oldest first */
-  struct cudaev__track *hnext;       /* hash chain */
+  struct cudaev_future *head, *tail;   /* FIFO, oldest first */
+  struct cudaev__track *hnext;         /* hash chain */
   struct cudaev__track *inext, *iprev; /* idle list, when busy_idx == UINT32_MAX */
   struct cudaev__arm *arm;
-  uint32_t busy_idx;                 /* index in gpu->busy, UINT32_MAX when idle */
-  uint32_t ngates;                   /* loop-thread host functions in the FIFO */
-  uint64_t nsub;                     /* plain futures submitted */
-  uint64_t armed_upto;               /* nsub when a wakeup was last armed */
+  uint32_t busy_idx;   /* index in gpu->busy, UINT32_MAX when idle */
+  uint32_t ngates;     /* loop-thread host functions in the FIFO */
+  uint64_t nsub;       /* plain futures submitted */
+  uint64_t armed_upto; /* nsub when a wakeup was last armed */
 };
 
 struct cudaev__gpu {
@@ -95,7 +95,7 @@ struct cudaev__gpu {
   uint32_t *chunk_host[MAX_CHUNKS];
   CUdeviceptr chunk_dev[MAX_CHUNKS];
   /* Loop thread only. */
-  struct cudaev__track *buckets[NBUCKETS]; /* every record: busy or idle */
+  struct cudaev__track *buckets[NBUCKETS];     /* every record: busy or idle */
   struct cudaev__track *idle_head, *idle_tail; /* oldest idle first */
   uint32_t nidle;
   _Atomic size_t ntracks; /* records alive (read by tests off the loop) */
@@ -150,9 +150,8 @@ static cudaError_t word_get(struct cudaev__gpu *g, uint32_t *out) {
   pthread_mutex_lock(&g->mu);
   /* The free list must hold every word ever made (all may come back at
    * once), not just those free now. */
-  if (g->nchunks == MAX_CHUNKS ||
-      !grow((void **)&g->free_words, &g->cap_free, sizeof(uint32_t),
-            (g->nchunks + 1) * WORDS_PER_CHUNK)) {
+  if (g->nchunks == MAX_CHUNKS || !grow((void **)&g->free_words, &g->cap_free, sizeof(uint32_t),
+                                        (g->nchunks + 1) * WORDS_PER_CHUNK)) {
     pthread_mutex_unlock(&g->mu);
     cudaev__drv.cuMemFreeHost(host);
     return cudaErrorMemoryAllocation;
@@ -338,8 +337,7 @@ static void idle_trim(struct cudaev__gpu *g) {
 }
 
 /* The record of stream `s`, made idle when new (gpu_track makes it busy). */
-static struct cudaev__track *track_get(struct cudaev__gpu *g, struct cudaev__waker *w,
-                                       CUstream s) {
+static struct cudaev__track *track_get(struct cudaev__gpu *g, struct cudaev__waker *w, CUstream s) {
   struct cudaev__track **b = bucket_of(g, s);
   for (struct cudaev__track *t = *b; t != NULL; t = t->hnext)
     if (t->stream == s) return t;
@@ -436,16 +434,15 @@ bool cudaev__gpu_word_done(struct cudaev_future *f) {
 static cudaError_t head_state(struct cudaev__gpu *g, struct cudaev_future *f) {
   if (f->kind == CUDAEV__K_HOSTFN && f->use_event)
     return atomic_load_explicit(&f->aux.hg->reached, memory_order_acquire) ? cudaSuccess
-                                                                            : cudaErrorNotReady;
+                                                                           : cudaErrorNotReady;
   if (f->use_event) {
     CUresult r = cudaev__drv.cuEventQuery(f->u.ev);
     if (r == CUDA_ERROR_NOT_READY) return cudaErrorNotReady; /* not yet: never an outcome */
     return cudaev__error_from_cu(r);
   }
   return __atomic_load_n(word_ptr(g, f->x.word), __ATOMIC_ACQUIRE) == f->tag ? cudaSuccess
-                                                                               : cudaErrorNotReady;
+                                                                             : cudaErrorNotReady;
 }
-
 
 struct recycle {
   uint32_t w[64];
@@ -743,7 +740,7 @@ static cudaError_t mark(struct cudaev_loop *loop, CUstream stream, cudaev_future
   }
   f->t_submit = cudaev__now_ns();
   f->track = (struct cudaev__track *)(void *)stream; /* resolved by the loop */
-  cudaev_future_retain(f);                            /* the FIFO's */
+  cudaev_future_retain(f);                           /* the FIFO's */
   cudaev__future_submit(f);
   *out = f;
   return cudaSuccess;
@@ -774,7 +771,8 @@ CUDAEV_EXPORT cudaError_t cudaev_memcpy_async(cudaev_loop_t *loop, void *dst, co
   struct sub s;
   cudaError_t e = sub_begin(&s, loop, out);
   if (e != cudaSuccess) return cudaev__ret(e);
-  if ((unsigned)kind > (unsigned)cudaMemcpyDefault) return sub_end(&s, cudaErrorInvalidMemcpyDirection);
+  if ((unsigned)kind > (unsigned)cudaMemcpyDefault)
+    return sub_end(&s, cudaErrorInvalidMemcpyDirection);
   if (count > 0 && (dst == NULL || src == NULL)) return sub_end(&s, cudaErrorInvalidValue);
   if (count > 0)
     e = cudaev__error_from_cu(
@@ -946,7 +944,8 @@ CUDAEV_EXPORT cudaError_t cudaev_host_func(cudaev_loop_t *loop, cudaStream_t str
   t->gate = gate;
   t->u.h.fn = fn;
   t->u.h.user = user;
-  e = cudaev__error_from_cu(cudaev__drv.cuStreamWriteValue32(st, word_dev(g, t->x.word), t->tag, 0));
+  e = cudaev__error_from_cu(
+      cudaev__drv.cuStreamWriteValue32(st, word_dev(g, t->x.word), t->tag, 0));
   if (e != cudaSuccess) goto fail;
   /* From here the signal is on the stream: t must be tracked so that its
    * word is recycled only after the GPU wrote it. */
@@ -1006,8 +1005,7 @@ struct notify_msg {
 };
 
 static void notify_release(struct cudaev_notify *n) {
-  if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1)
-    cudaev__free(n, sizeof *n);
+  if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1) cudaev__free(n, sizeof *n);
 }
 
 /* Runs on a driver thread: copy and hand to the loop. */
@@ -1025,7 +1023,8 @@ static void notify_tramp(CUasyncNotificationInfo *info, void *user, CUasyncCallb
 
 void cudaev__notify_msg(struct cudaev_loop *loop, struct cudaev__msg *msg) {
   struct notify_msg *m = (struct notify_msg *)msg;
-  if (atomic_load_explicit(&m->n->active, memory_order_acquire)) m->n->cb(m->n, &m->info, m->n->user);
+  if (atomic_load_explicit(&m->n->active, memory_order_acquire))
+    m->n->cb(m->n, &m->info, m->n->user);
   notify_release(m->n);
   cudaev__free(m, sizeof *m);
 }

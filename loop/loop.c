@@ -256,7 +256,7 @@ struct thread_state {
   pthread_t th;
   struct cudaev_loop *loop;
   struct thread_state *next, **pprev; /* registry; pprev is NULL once out */
-  bool gone; /* the thread no longer runs: joined at exit, or not in this
+  bool gone;                          /* the thread no longer runs: joined at exit, or not in this
                 process (a fork child) */
 };
 
@@ -264,8 +264,8 @@ struct thread_state {
  * Lock order: default_mu, then reg_mu. */
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct thread_state *reg_head;
-static pid_t reg_pid;     /* the process the registered threads run in */
-static bool reg_hooked;   /* the exit and fork handlers are registered */
+static pid_t reg_pid;   /* the process the registered threads run in */
+static bool reg_hooked; /* the exit and fork handlers are registered */
 static pthread_mutex_t default_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(struct cudaev_loop *) default_loop;
 

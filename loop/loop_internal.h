@@ -34,10 +34,10 @@ void cudaev__free(void *p, size_t size);
 
 enum cudaev__msg_kind {
   CUDAEV__MSG_STUB = 0,
-  CUDAEV__MSG_FUTURE,  /* a future with msg_bits set */
-  CUDAEV__MSG_THEN,    /* a continuation added off the loop thread */
-  CUDAEV__MSG_CALL,    /* cudaev_loop_post */
-  CUDAEV__MSG_NOTIFY,  /* a device notification */
+  CUDAEV__MSG_FUTURE, /* a future with msg_bits set */
+  CUDAEV__MSG_THEN,   /* a continuation added off the loop thread */
+  CUDAEV__MSG_CALL,   /* cudaev_loop_post */
+  CUDAEV__MSG_NOTIFY, /* a device notification */
 };
 
 struct cudaev__msg {
@@ -48,7 +48,7 @@ struct cudaev__msg {
 struct cudaev__mpsc {
   _Atomic(struct cudaev__msg *) tail; /* producers exchange here */
   char pad_[64 - sizeof(void *)];
-  struct cudaev__msg *head;           /* consumer only */
+  struct cudaev__msg *head; /* consumer only */
   struct cudaev__msg stub;
 };
 
@@ -75,13 +75,13 @@ enum cudaev__fkind {
   CUDAEV__K_PROMISE = 1,
   CUDAEV__K_ALL,
   CUDAEV__K_ANY,
-  CUDAEV__K_GPU,     /* completion word (or pooled event) on a stream */
-  CUDAEV__K_HOSTFN,  /* internal: the loop-thread host function trigger */
+  CUDAEV__K_GPU,    /* completion word (or pooled event) on a stream */
+  CUDAEV__K_HOSTFN, /* internal: the loop-thread host function trigger */
 };
 
 /* msg_bits */
 #define CUDAEV__MB_SUBMIT 1u /* register with the loop (pending list / stream FIFO) */
-#define CUDAEV__MB_FIRE 2u   /* claimed off the loop: run continuations */
+#define CUDAEV__MB_FIRE   2u /* claimed off the loop: run continuations */
 
 struct cudaev__cont {
   struct cudaev__msg msg; /* CUDAEV__MSG_THEN when sent off-loop */
@@ -95,40 +95,43 @@ struct cudaev__track;
 struct cudaev__hgate; /* loop/gpu.c */
 
 struct cudaev_future {
-  struct cudaev__msg msg;          /* 16: queue link (MSG_FUTURE) */
+  struct cudaev__msg msg; /* 16: queue link (MSG_FUTURE) */
   _Atomic uint32_t refs;
-  _Atomic uint32_t state;          /* cudaev__fstate | WAITERS */
-  _Atomic uint32_t msg_bits;       /* CUDAEV__MB_* waiting in the queue */
-  cudaError_t result;              /* valid once DONE */
-  uint8_t kind;                    /* cudaev__fkind */
-  uint8_t fired;                   /* loop only: continuations ran */
-  uint8_t use_event;               /* GPU: pooled event instead of a word;
+  _Atomic uint32_t state;    /* cudaev__fstate | WAITERS */
+  _Atomic uint32_t msg_bits; /* CUDAEV__MB_* waiting in the queue */
+  cudaError_t result;        /* valid once DONE */
+  uint8_t kind;              /* cudaev__fkind */
+  uint8_t fired;             /* loop only: continuations ran */
+  uint8_t use_event;         /* GPU: pooled event instead of a word;
                                       HOSTFN: event path (gate in aux.hg) */
-  uint8_t has_gate;                /* GPU: completes a host function (its
+  uint8_t has_gate;          /* GPU: completes a host function (its
                                       outcome is aux.hostfn_result); word
                                       path: owns the gate word `gate` */
   union {
-    uint32_t pend_idx;             /* PROMISE/ALL/ANY: index in loop->pend */
-    uint32_t word;                 /* GPU/HOSTFN: completion word index */
+    uint32_t pend_idx; /* PROMISE/ALL/ANY: index in loop->pend */
+    uint32_t word;     /* GPU/HOSTFN: completion word index */
   } x;
   struct cudaev_loop *loop;
-  struct cudaev__cont *conts;      /* loop only; newest first */
-  void *user;                      /* HOSTFN: the user-visible future */
+  struct cudaev__cont *conts; /* loop only; newest first */
+  void *user;                 /* HOSTFN: the user-visible future */
   cudaev_dtor dtor;
-  struct cudaev_future *qnext;     /* stream FIFO link (loop only) */
-  struct cudaev__track *track;     /* GPU/HOSTFN: the stream's record */
-  uint64_t t_submit;               /* ns, for the adaptive spin */
-  uint32_t tag;                    /* GPU/HOSTFN: value the GPU writes */
-  uint32_t gate;                   /* HOSTFN: word it opens; GPU: word to recycle */
+  struct cudaev_future *qnext; /* stream FIFO link (loop only) */
+  struct cudaev__track *track; /* GPU/HOSTFN: the stream's record */
+  uint64_t t_submit;           /* ns, for the adaptive spin */
+  uint32_t tag;                /* GPU/HOSTFN: value the GPU writes */
+  uint32_t gate;               /* HOSTFN: word it opens; GPU: word to recycle */
   union {
-    CUevent ev;                                  /* GPU, event path */
-    struct { cudaev_host_fn fn; void *user; } h; /* HOSTFN */
-    uint64_t left;                               /* ALL: inputs still pending */
-    uint64_t index;                              /* ANY: winning input */
+    CUevent ev; /* GPU, event path */
+    struct {
+      cudaev_host_fn fn;
+      void *user;
+    } h;            /* HOSTFN */
+    uint64_t left;  /* ALL: inputs still pending */
+    uint64_t index; /* ANY: winning input */
   } u;
   union {
-    struct cudaev__hgate *hg;    /* HOSTFN, event path: the blocking gate */
-    cudaError_t hostfn_result;   /* GPU future of a host function: fn's outcome */
+    struct cudaev__hgate *hg;  /* HOSTFN, event path: the blocking gate */
+    cudaError_t hostfn_result; /* GPU future of a host function: fn's outcome */
   } aux;
 };
 
@@ -190,8 +193,8 @@ struct cudaev_loop {
   struct cudaev__mpsc q;
   struct cudaev__waker *waker;
   const struct cudaev__backend *be;
-  void *be_state;     /* ev and thread modes: the libev watchers */
-  void *thread_state; /* thread mode: the thread */
+  void *be_state;      /* ev and thread modes: the libev watchers */
+  void *thread_state;  /* thread mode: the thread */
   struct ev_loop *evl; /* ev and thread modes */
   _Atomic uint32_t spin_max_us;
   _Atomic size_t npending_pub; /* published count for cudaev_loop_pending */
@@ -200,7 +203,7 @@ struct cudaev_loop {
   struct cudaev_future **pend; /* promises and combinators not yet fired */
   uint32_t npend, cap_pend;
   struct cudaev__cont *def_head, *def_tail; /* continuations of fired futures */
-  pthread_t owner;      /* the thread inside process() */
+  pthread_t owner;                          /* the thread inside process() */
   int in_process;
   struct cudaev__gpu *gpu; /* NULL when the runtime could not start */
   cudaError_t gpu_error;   /* why gpu is NULL */

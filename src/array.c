@@ -35,11 +35,14 @@ static const struct special_kind special_kinds[] = {
     {cudaChannelFormatKindSignedNormalized16X2, 16, 16, 0, 0, CU_AD_FORMAT_SNORM_INT16X2, 2, 4},
     {cudaChannelFormatKindSignedNormalized16X4, 16, 16, 16, 16, CU_AD_FORMAT_SNORM_INT16X4, 4, 8},
     {cudaChannelFormatKindUnsignedBlockCompressed1, 8, 8, 8, 8, CU_AD_FORMAT_BC1_UNORM, 4, 8},
-    {cudaChannelFormatKindUnsignedBlockCompressed1SRGB, 8, 8, 8, 8, CU_AD_FORMAT_BC1_UNORM_SRGB, 4, 8},
+    {cudaChannelFormatKindUnsignedBlockCompressed1SRGB, 8, 8, 8, 8, CU_AD_FORMAT_BC1_UNORM_SRGB, 4,
+     8},
     {cudaChannelFormatKindUnsignedBlockCompressed2, 8, 8, 8, 8, CU_AD_FORMAT_BC2_UNORM, 4, 16},
-    {cudaChannelFormatKindUnsignedBlockCompressed2SRGB, 8, 8, 8, 8, CU_AD_FORMAT_BC2_UNORM_SRGB, 4, 16},
+    {cudaChannelFormatKindUnsignedBlockCompressed2SRGB, 8, 8, 8, 8, CU_AD_FORMAT_BC2_UNORM_SRGB, 4,
+     16},
     {cudaChannelFormatKindUnsignedBlockCompressed3, 8, 8, 8, 8, CU_AD_FORMAT_BC3_UNORM, 4, 16},
-    {cudaChannelFormatKindUnsignedBlockCompressed3SRGB, 8, 8, 8, 8, CU_AD_FORMAT_BC3_UNORM_SRGB, 4, 16},
+    {cudaChannelFormatKindUnsignedBlockCompressed3SRGB, 8, 8, 8, 8, CU_AD_FORMAT_BC3_UNORM_SRGB, 4,
+     16},
     {cudaChannelFormatKindUnsignedBlockCompressed4, 8, 0, 0, 0, CU_AD_FORMAT_BC4_UNORM, 1, 8},
     {cudaChannelFormatKindSignedBlockCompressed4, 8, 0, 0, 0, CU_AD_FORMAT_BC4_SNORM, 1, 8},
     {cudaChannelFormatKindUnsignedBlockCompressed5, 8, 8, 0, 0, CU_AD_FORMAT_BC5_UNORM, 2, 16},
@@ -47,8 +50,10 @@ static const struct special_kind special_kinds[] = {
     {cudaChannelFormatKindUnsignedBlockCompressed6H, 16, 16, 16, 0, CU_AD_FORMAT_BC6H_UF16, 3, 16},
     {cudaChannelFormatKindSignedBlockCompressed6H, 16, 16, 16, 0, CU_AD_FORMAT_BC6H_SF16, 3, 16},
     {cudaChannelFormatKindUnsignedBlockCompressed7, 8, 8, 8, 8, CU_AD_FORMAT_BC7_UNORM, 4, 16},
-    {cudaChannelFormatKindUnsignedBlockCompressed7SRGB, 8, 8, 8, 8, CU_AD_FORMAT_BC7_UNORM_SRGB, 4, 16},
-    {cudaChannelFormatKindUnsignedNormalized1010102, 10, 10, 10, 2, CU_AD_FORMAT_UNORM_INT_101010_2, 4, 4},
+    {cudaChannelFormatKindUnsignedBlockCompressed7SRGB, 8, 8, 8, 8, CU_AD_FORMAT_BC7_UNORM_SRGB, 4,
+     16},
+    {cudaChannelFormatKindUnsignedNormalized1010102, 10, 10, 10, 2, CU_AD_FORMAT_UNORM_INT_101010_2,
+     4, 4},
 };
 #define N_SPECIAL (sizeof special_kinds / sizeof special_kinds[0])
 
@@ -69,9 +74,18 @@ cudaError_t cudaev__channel_to_format(const struct cudaChannelFormatDesc *d, CUa
     if (n != 1 && n != 2 && n != 4) return cudaErrorInvalidChannelDescriptor;
     CUarray_format f;
     switch (d->f == cudaChannelFormatKindFloat ? d->x + 1000 : d->x) {
-    case 8: f = d->f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT8 : CU_AD_FORMAT_UNSIGNED_INT8; break;
-    case 16: f = d->f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT16 : CU_AD_FORMAT_UNSIGNED_INT16; break;
-    case 32: f = d->f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT32 : CU_AD_FORMAT_UNSIGNED_INT32; break;
+    case 8:
+      f = d->f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT8
+                                              : CU_AD_FORMAT_UNSIGNED_INT8;
+      break;
+    case 16:
+      f = d->f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT16
+                                              : CU_AD_FORMAT_UNSIGNED_INT16;
+      break;
+    case 32:
+      f = d->f == cudaChannelFormatKindSigned ? CU_AD_FORMAT_SIGNED_INT32
+                                              : CU_AD_FORMAT_UNSIGNED_INT32;
+      break;
     case 1016: f = CU_AD_FORMAT_HALF; break;
     case 1032: f = CU_AD_FORMAT_FLOAT; break;
     default: return cudaErrorInvalidChannelDescriptor;
@@ -92,18 +106,43 @@ cudaError_t cudaev__channel_to_format(const struct cudaChannelFormatDesc *d, CUa
   return cudaErrorInvalidChannelDescriptor; /* cudaChannelFormatKindNone or unknown */
 }
 
-struct cudaChannelFormatDesc cudaev__channel_from_format(CUarray_format fmt, unsigned num_channels) {
+struct cudaChannelFormatDesc cudaev__channel_from_format(CUarray_format fmt,
+                                                         unsigned num_channels) {
   struct cudaChannelFormatDesc d = {0, 0, 0, 0, cudaChannelFormatKindNone};
   int bits = 0;
   switch (fmt) {
-  case CU_AD_FORMAT_UNSIGNED_INT8: bits = 8; d.f = cudaChannelFormatKindUnsigned; break;
-  case CU_AD_FORMAT_UNSIGNED_INT16: bits = 16; d.f = cudaChannelFormatKindUnsigned; break;
-  case CU_AD_FORMAT_UNSIGNED_INT32: bits = 32; d.f = cudaChannelFormatKindUnsigned; break;
-  case CU_AD_FORMAT_SIGNED_INT8: bits = 8; d.f = cudaChannelFormatKindSigned; break;
-  case CU_AD_FORMAT_SIGNED_INT16: bits = 16; d.f = cudaChannelFormatKindSigned; break;
-  case CU_AD_FORMAT_SIGNED_INT32: bits = 32; d.f = cudaChannelFormatKindSigned; break;
-  case CU_AD_FORMAT_HALF: bits = 16; d.f = cudaChannelFormatKindFloat; break;
-  case CU_AD_FORMAT_FLOAT: bits = 32; d.f = cudaChannelFormatKindFloat; break;
+  case CU_AD_FORMAT_UNSIGNED_INT8:
+    bits = 8;
+    d.f = cudaChannelFormatKindUnsigned;
+    break;
+  case CU_AD_FORMAT_UNSIGNED_INT16:
+    bits = 16;
+    d.f = cudaChannelFormatKindUnsigned;
+    break;
+  case CU_AD_FORMAT_UNSIGNED_INT32:
+    bits = 32;
+    d.f = cudaChannelFormatKindUnsigned;
+    break;
+  case CU_AD_FORMAT_SIGNED_INT8:
+    bits = 8;
+    d.f = cudaChannelFormatKindSigned;
+    break;
+  case CU_AD_FORMAT_SIGNED_INT16:
+    bits = 16;
+    d.f = cudaChannelFormatKindSigned;
+    break;
+  case CU_AD_FORMAT_SIGNED_INT32:
+    bits = 32;
+    d.f = cudaChannelFormatKindSigned;
+    break;
+  case CU_AD_FORMAT_HALF:
+    bits = 16;
+    d.f = cudaChannelFormatKindFloat;
+    break;
+  case CU_AD_FORMAT_FLOAT:
+    bits = 32;
+    d.f = cudaChannelFormatKindFloat;
+    break;
   default:
     for (size_t i = 0; i < N_SPECIAL; i++) {
       const struct special_kind *s = &special_kinds[i];
@@ -191,8 +230,8 @@ cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent
 
 /* ---- arrays --------------------------------------------------------------- */
 
-#define ARRAY_2D_FLAGS (cudaArraySurfaceLoadStore | cudaArrayTextureGather | cudaArraySparse | \
-                        cudaArrayDeferredMapping)
+#define ARRAY_2D_FLAGS \
+  (cudaArraySurfaceLoadStore | cudaArrayTextureGather | cudaArraySparse | cudaArrayDeferredMapping)
 #define ARRAY_3D_FLAGS (ARRAY_2D_FLAGS | cudaArrayLayered | cudaArrayCubemap)
 
 /* The runtime's cudaArray* flags have the driver's CUDA_ARRAY3D_* values. */
@@ -202,8 +241,10 @@ _Static_assert(cudaArrayCubemap == CUDA_ARRAY3D_CUBEMAP, "flag");
 _Static_assert(cudaArrayTextureGather == CUDA_ARRAY3D_TEXTURE_GATHER, "flag");
 _Static_assert(cudaArraySparse == CUDA_ARRAY3D_SPARSE, "flag");
 _Static_assert(cudaArrayDeferredMapping == CUDA_ARRAY3D_DEFERRED_MAPPING, "flag");
-_Static_assert(sizeof(struct cudaArraySparseProperties) == sizeof(CUDA_ARRAY_SPARSE_PROPERTIES), "layout");
-_Static_assert(sizeof(struct cudaArrayMemoryRequirements) == sizeof(CUDA_ARRAY_MEMORY_REQUIREMENTS), "layout");
+_Static_assert(sizeof(struct cudaArraySparseProperties) == sizeof(CUDA_ARRAY_SPARSE_PROPERTIES),
+               "layout");
+_Static_assert(sizeof(struct cudaArrayMemoryRequirements) == sizeof(CUDA_ARRAY_MEMORY_REQUIREMENTS),
+               "layout");
 
 static cudaError_t array_desc(CUDA_ARRAY3D_DESCRIPTOR *ad, const struct cudaChannelFormatDesc *desc,
                               struct cudaExtent extent, unsigned flags, unsigned allowed) {
@@ -217,8 +258,8 @@ static cudaError_t array_desc(CUDA_ARRAY3D_DESCRIPTOR *ad, const struct cudaChan
   return cudaSuccess;
 }
 
-cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width,
-                            size_t height, unsigned int flags) {
+cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                            size_t width, size_t height, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (array == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_ARRAY3D_DESCRIPTOR ad;
@@ -249,8 +290,9 @@ cudaError_t cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormat
 }
 
 cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
-                                     const struct cudaChannelFormatDesc *desc, struct cudaExtent extent,
-                                     unsigned int numLevels, unsigned int flags) {
+                                     const struct cudaChannelFormatDesc *desc,
+                                     struct cudaExtent extent, unsigned int numLevels,
+                                     unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (mipmappedArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_ARRAY3D_DESCRIPTOR ad;
@@ -283,7 +325,8 @@ cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray) {
   return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayDestroy((CUmipmappedArray)mipmappedArray));
 }
 
-cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray, cudaMipmappedArray_const_t mipmappedArray,
+cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray,
+                                       cudaMipmappedArray_const_t mipmappedArray,
                                        unsigned int level) {
   CUDAEV_CTX_OR_RETURN();
   if (levelArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
@@ -336,17 +379,21 @@ cudaError_t cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *m
   CUDAEV_CTX_OR_RETURN();
   /* A bad ordinal is an invalid value here, not an invalid device (as
    * NVIDIA's runtime answers). */
-  if (memoryRequirements == NULL || !cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(cudaev__drv.cuArrayGetMemoryRequirements(
-      (CUDA_ARRAY_MEMORY_REQUIREMENTS *)memoryRequirements, (CUarray)array, cudaev__rt.devices[device].dev));
+  if (memoryRequirements == NULL || !cudaev__device_valid(device))
+    return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(
+      cudaev__drv.cuArrayGetMemoryRequirements((CUDA_ARRAY_MEMORY_REQUIREMENTS *)memoryRequirements,
+                                               (CUarray)array, cudaev__rt.devices[device].dev));
 }
 
-cudaError_t cudaMipmappedArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *memoryRequirements,
-                                                    cudaMipmappedArray_t mipmap, int device) {
+cudaError_t cudaMipmappedArrayGetMemoryRequirements(
+    struct cudaArrayMemoryRequirements *memoryRequirements, cudaMipmappedArray_t mipmap,
+    int device) {
   CUDAEV_CTX_OR_RETURN();
   /* A bad ordinal is an invalid value here, not an invalid device (as
    * NVIDIA's runtime answers). */
-  if (memoryRequirements == NULL || !cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidValue);
+  if (memoryRequirements == NULL || !cudaev__device_valid(device))
+    return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayGetMemoryRequirements(
       (CUDA_ARRAY_MEMORY_REQUIREMENTS *)memoryRequirements, (CUmipmappedArray)mipmap,
       cudaev__rt.devices[device].dev));
@@ -360,8 +407,8 @@ cudaError_t cudaArrayGetSparseProperties(struct cudaArraySparseProperties *spars
       (CUDA_ARRAY_SPARSE_PROPERTIES *)sparseProperties, (CUarray)array));
 }
 
-cudaError_t cudaMipmappedArrayGetSparseProperties(struct cudaArraySparseProperties *sparseProperties,
-                                                  cudaMipmappedArray_t mipmap) {
+cudaError_t cudaMipmappedArrayGetSparseProperties(
+    struct cudaArraySparseProperties *sparseProperties, cudaMipmappedArray_t mipmap) {
   CUDAEV_CTX_OR_RETURN();
   if (sparseProperties == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayGetSparseProperties(
@@ -370,7 +417,8 @@ cudaError_t cudaMipmappedArrayGetSparseProperties(struct cudaArraySparseProperti
 
 /* Device Management, but it needs the channel-format conversion above. */
 cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements,
-                                                 const struct cudaChannelFormatDesc *fmtDesc, int device) {
+                                                 const struct cudaChannelFormatDesc *fmtDesc,
+                                                 int device) {
   CUDAEV_INIT_OR_RETURN();
   if (maxWidthInElements == NULL || fmtDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
@@ -378,8 +426,8 @@ cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements,
   unsigned n;
   cudaError_t e = cudaev__channel_to_format(fmtDesc, &fmt, &n);
   if (e != cudaSuccess) return cudaev__ret(e);
-  return cudaev__ret_cu(cudaev__drv.cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements, fmt, n,
-                                                                       cudaev__rt.devices[device].dev));
+  return cudaev__ret_cu(cudaev__drv.cuDeviceGetTexture1DLinearMaxWidth(
+      maxWidthInElements, fmt, n, cudaev__rt.devices[device].dev));
 }
 
 /* ---- resource descriptors (texture and surface objects) ------------------- */
@@ -434,7 +482,8 @@ void cudaev__resdesc_from_cu(const CUDA_RESOURCE_DESC *in, struct cudaResourceDe
     out->resType = cudaResourceTypeLinear;
     out->res.linear.devPtr = (void *)(uintptr_t)in->res.linear.devPtr;
     out->res.linear.sizeInBytes = in->res.linear.sizeInBytes;
-    out->res.linear.desc = cudaev__channel_from_format(in->res.linear.format, in->res.linear.numChannels);
+    out->res.linear.desc =
+        cudaev__channel_from_format(in->res.linear.format, in->res.linear.numChannels);
     break;
   case CU_RESOURCE_TYPE_PITCH2D:
     out->resType = cudaResourceTypePitch2D;
@@ -442,7 +491,8 @@ void cudaev__resdesc_from_cu(const CUDA_RESOURCE_DESC *in, struct cudaResourceDe
     out->res.pitch2D.width = in->res.pitch2D.width;
     out->res.pitch2D.height = in->res.pitch2D.height;
     out->res.pitch2D.pitchInBytes = in->res.pitch2D.pitchInBytes;
-    out->res.pitch2D.desc = cudaev__channel_from_format(in->res.pitch2D.format, in->res.pitch2D.numChannels);
+    out->res.pitch2D.desc =
+        cudaev__channel_from_format(in->res.pitch2D.format, in->res.pitch2D.numChannels);
     break;
   }
 }

@@ -43,7 +43,8 @@ cudaError_t cudaev__array_elem_size(CUarray a, size_t *out);
  * as the kind says, UNIFIED for both with cudaMemcpyDefault (the driver then
  * finds the memory type from the address). cudaErrorInvalidMemcpyDirection
  * for a kind outside cudaMemcpyKind. */
-cudaError_t cudaev__memcpy_kind_types(enum cudaMemcpyKind kind, CUmemorytype *src, CUmemorytype *dst);
+cudaError_t cudaev__memcpy_kind_types(enum cudaMemcpyKind kind, CUmemorytype *src,
+                                      CUmemorytype *dst);
 
 /* Fills a CUDA_MEMCPY3D from cudaMemcpy3DParms as cudaMemcpy3D documents:
  * exactly one of srcArray/srcPtr and of dstArray/dstPtr; positions and

@@ -9,11 +9,11 @@
 
 /* Shorthand for the functions that take a device ordinal: initialise, check
  * the ordinal, and give the driver's CUdevice. */
-#define CUDAEV_DEVICE_OR_RETURN(ordinal, out)                        \
-  do {                                                               \
-    CUDAEV_INIT_OR_RETURN();                                         \
+#define CUDAEV_DEVICE_OR_RETURN(ordinal, out)                                       \
+  do {                                                                              \
+    CUDAEV_INIT_OR_RETURN();                                                        \
     if (!cudaev__device_valid(ordinal)) return cudaev__ret(cudaErrorInvalidDevice); \
-    (out) = cudaev__rt.devices[(ordinal)].dev;                       \
+    (out) = cudaev__rt.devices[(ordinal)].dev;                                      \
   } while (0)
 
 static int ordinal_of(CUdevice d) {
@@ -72,7 +72,8 @@ cudaError_t cudaSetValidDevices(int *device_arr, int len) {
   return cudaSuccess;
 }
 
-#define DEVICE_FLAGS_VALID (cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax | cudaDeviceSyncMemops)
+#define DEVICE_FLAGS_VALID \
+  (cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax | cudaDeviceSyncMemops)
 
 static cudaError_t check_device_flags(unsigned int flags) {
   if (flags & ~(unsigned)DEVICE_FLAGS_VALID) return cudaErrorInvalidValue;
@@ -120,8 +121,8 @@ cudaError_t cudaGetDeviceFlags(unsigned int *flags) {
     r = cudaev__drv.cuCtxGetFlags(&f);
   } else {
     int active = 0;
-    r = cudaev__drv.cuDevicePrimaryCtxGetState(
-        cudaev__rt.devices[cudaev__current_device()].dev, &f, &active);
+    r = cudaev__drv.cuDevicePrimaryCtxGetState(cudaev__rt.devices[cudaev__current_device()].dev, &f,
+                                               &active);
     f |= cudaDeviceMapHost;
   }
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
@@ -356,10 +357,14 @@ cudaError_t cudaChooseDevice(int *device, const struct cudaDeviceProp *prop) {
       continue;
     int cc = ma * 100 + mi;
     bool better;
-    if (best < 0) better = true;
-    else if ((cc >= want) != (best_cc >= want)) better = cc >= want;
-    else if (cc >= want) better = cc < best_cc;
-    else better = cc > best_cc;
+    if (best < 0)
+      better = true;
+    else if ((cc >= want) != (best_cc >= want))
+      better = cc >= want;
+    else if (cc >= want)
+      better = cc < best_cc;
+    else
+      better = cc > best_cc;
     if (better) best = i, best_cc = cc;
   }
   *device = best < 0 ? 0 : best;
@@ -376,7 +381,8 @@ struct prop_field {
   CUdevice_attribute attr;
 };
 
-#define F(field, type, attr) {offsetof(struct cudaDeviceProp, field), type, CU_DEVICE_ATTRIBUTE_##attr}
+#define F(field, type, attr) \
+  { offsetof(struct cudaDeviceProp, field), type, CU_DEVICE_ATTRIBUTE_##attr }
 static const struct prop_field prop_fields[] = {
     F(sharedMemPerBlock, P_SIZE, MAX_SHARED_MEMORY_PER_BLOCK),
     F(regsPerBlock, P_INT, MAX_REGISTERS_PER_BLOCK),
@@ -535,7 +541,8 @@ cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t even
   CUDAEV_CTX_OR_RETURN();
   if (handle == NULL) return cudaev__ret(cudaErrorInvalidValue);
   if (event == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
-  return cudaev__ret_cu(cudaev__drv.cuIpcGetEventHandle((CUipcEventHandle *)handle, (CUevent)event));
+  return cudaev__ret_cu(
+      cudaev__drv.cuIpcGetEventHandle((CUipcEventHandle *)handle, (CUevent)event));
 }
 
 cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle) {

@@ -24,10 +24,10 @@ _Static_assert(cudaEventRecordExternal == CU_EVENT_RECORD_EXTERNAL, "record flag
 
 /* Refuses a handle destroyed through this runtime (a NULL event is left to
  * the driver, which refuses it). */
-#define LIVE_OR_RETURN(h)                                                          \
-  do {                                                                             \
-    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(h))))                   \
-      return cudaev__ret(cudaErrorInvalidResourceHandle);                          \
+#define LIVE_OR_RETURN(h)                                        \
+  do {                                                           \
+    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(h)))) \
+      return cudaev__ret(cudaErrorInvalidResourceHandle);        \
   } while (0)
 
 /* The new event may have the address of a stream or event destroyed

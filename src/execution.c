@@ -15,11 +15,11 @@
 /* ---- cudaLaunchAttribute is CUlaunchAttribute ------------------------------ */
 
 #define SAME_VALUE(a, b) _Static_assert((int)(a) == (int)(b), #a " != " #b)
-#define SAME_MEMBER(m, cm)                                                              \
-  _Static_assert(offsetof(cudaLaunchAttributeValue, m) == offsetof(CUlaunchAttributeValue, cm) && \
-                     sizeof(((cudaLaunchAttributeValue *)0)->m) ==                      \
-                         sizeof(((CUlaunchAttributeValue *)0)->cm),                     \
-                 "launch attribute member " #m)
+#define SAME_MEMBER(m, cm)                                                                         \
+  _Static_assert(                                                                                  \
+      offsetof(cudaLaunchAttributeValue, m) == offsetof(CUlaunchAttributeValue, cm) &&             \
+          sizeof(((cudaLaunchAttributeValue *)0)->m) == sizeof(((CUlaunchAttributeValue *)0)->cm), \
+      "launch attribute member " #m)
 
 _Static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "launch attribute size");
 _Static_assert(offsetof(cudaLaunchAttribute, val) == offsetof(CUlaunchAttribute, value),
@@ -89,7 +89,8 @@ SAME_MEMBER(deviceUpdatableKernelNode.devNode, deviceUpdatableKernelNode.devNode
 SAME_MEMBER(sharedMemCarveout, sharedMemCarveout);
 SAME_MEMBER(nvlinkUtilCentricScheduling, nvlinkUtilCentricScheduling);
 /* cudaFuncAttribute and cudaFuncCache are the driver's enums. */
-SAME_VALUE(cudaFuncAttributeMaxDynamicSharedMemorySize, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+SAME_VALUE(cudaFuncAttributeMaxDynamicSharedMemorySize,
+           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
 SAME_VALUE(cudaFuncAttributePreferredSharedMemoryCarveout,
            CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
 SAME_VALUE(cudaFuncAttributeClusterDimMustBeSet, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET);
@@ -116,8 +117,8 @@ CUDAEV_DECLARE_VARIANT(cudaLaunchCooperativeKernel, _ptsz);
  * __cudaGetKernel wrote. */
 CUDAEV_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                                              void **args, size_t sharedMem, cudaStream_t stream);
-CUDAEV_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim,
-                                                  dim3 blockDim, void **args, size_t sharedMem,
+CUDAEV_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                                  void **args, size_t sharedMem,
                                                   cudaStream_t stream);
 
 enum launch_kind { LAUNCH_PLAIN, LAUNCH_COOPERATIVE };
@@ -133,23 +134,23 @@ enum launch_kind { LAUNCH_PLAIN, LAUNCH_COOPERATIVE };
  * which we refuse as cudaErrorInvalidValue (the driver's answer for any
  * size too large). */
 
-static inline __attribute__((always_inline)) CUresult
-drv_launch(enum launch_kind kind, CUkernel k, dim3 g, dim3 b, void **args, size_t smem,
-           CUstream s) {
+static inline __attribute__((always_inline)) CUresult drv_launch(enum launch_kind kind, CUkernel k,
+                                                                 dim3 g, dim3 b, void **args,
+                                                                 size_t smem, CUstream s) {
   if (kind == LAUNCH_COOPERATIVE)
     return cudaev__drv.cuLaunchCooperativeKernel((CUfunction)k, g.x, g.y, g.z, b.x, b.y, b.z,
                                                  (unsigned)smem, s, args);
-  return cudaev__drv.cuLaunchKernel((CUfunction)k, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)smem,
-                                    s, args, NULL);
+  return cudaev__drv.cuLaunchKernel((CUfunction)k, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)smem, s,
+                                    args, NULL);
 }
 
 /* Everything but the first successful try: a NULL or unknown function, a
  * kernel not loaded yet, a context to make current, an error to record.
  * `f` is func's record (NULL when the registry does not know it); `k` its
  * CUkernel if the fast path had one (then `r` is what the driver said). */
-static __attribute__((noinline, cold)) cudaError_t
-launch_slow(enum launch_kind kind, const void *func, struct cudaev_kfunc *f, CUkernel k,
-            CUresult r, dim3 g, dim3 b, void **args, size_t smem, CUstream s) {
+static __attribute__((noinline, cold)) cudaError_t launch_slow(
+    enum launch_kind kind, const void *func, struct cudaev_kfunc *f, CUkernel k, CUresult r, dim3 g,
+    dim3 b, void **args, size_t smem, CUstream s) {
   if (k == NULL) {
     /* Unknown pointers go through cudaev__kernel_lookup's rules (NULL ->
      * invalid device function; anything else is validated by the driver as
@@ -185,9 +186,9 @@ launch_slow(enum launch_kind kind, const void *func, struct cudaev_kfunc *f, CUk
  * no atomic read-modify-write, no lock, no allocation. Everything else is in
  * launch_slow, reached only when something is missing or failed. Forced
  * inline so each export is one straight function. */
-static inline __attribute__((always_inline)) cudaError_t
-launch(enum launch_kind kind, const void *func, struct cudaev_kfunc *f, dim3 g, dim3 b,
-       void **args, size_t smem, cudaStream_t stream, bool per_thread) {
+static inline __attribute__((always_inline)) cudaError_t launch(
+    enum launch_kind kind, const void *func, struct cudaev_kfunc *f, dim3 g, dim3 b, void **args,
+    size_t smem, cudaStream_t stream, bool per_thread) {
   CUstream s = cudaev__stream(stream, per_thread);
   CUkernel k = NULL;
   if (CUDAEV_LIKELY(f != NULL)) k = atomic_load_explicit(&f->kernel, memory_order_acquire);
@@ -203,8 +204,8 @@ launch(enum launch_kind kind, const void *func, struct cudaev_kfunc *f, dim3 g, 
  * handle is never a user pointer: it is what __cudaGetKernel wrote (a
  * record, or a host stub, i.e. readable code), so reading its first 8
  * bytes is safe. */
-static inline __attribute__((always_inline)) struct cudaev_kfunc *
-handle_kfunc(cudaKernel_t kernel) {
+static inline __attribute__((always_inline)) struct cudaev_kfunc *handle_kfunc(
+    cudaKernel_t kernel) {
   struct cudaev_kfunc *f = (struct cudaev_kfunc *)kernel;
   if (CUDAEV_LIKELY(f != NULL && f->magic == CUDAEV_KFUNC_MAGIC)) return f;
   return cudaev__kfunc_find(kernel);
@@ -216,26 +217,26 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                 stream, false);
 }
 
-cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                                    void **args, size_t sharedMem, cudaStream_t stream) {
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+                                    size_t sharedMem, cudaStream_t stream) {
   return launch(LAUNCH_PLAIN, kernel, handle_kfunc(kernel), gridDim, blockDim, args, sharedMem,
                 stream, true);
 }
 
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                              size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim, args,
-                sharedMem, stream, false);
+  return launch(LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
+                stream, false);
 }
 
 cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                   size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim, args,
-                sharedMem, stream, true);
+  return launch(LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
+                stream, true);
 }
 
-cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim,
-                                        void **args, size_t sharedMem, cudaStream_t stream) {
+cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                        size_t sharedMem, cudaStream_t stream) {
   return launch(LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim, blockDim, args,
                 sharedMem, stream, false);
 }

@@ -27,57 +27,89 @@ _Static_assert((int)cudaGraphNodeTypeHost == (int)CU_GRAPH_NODE_TYPE_HOST, "node
 _Static_assert((int)cudaGraphNodeTypeGraph == (int)CU_GRAPH_NODE_TYPE_GRAPH, "node type");
 _Static_assert((int)cudaGraphNodeTypeEmpty == (int)CU_GRAPH_NODE_TYPE_EMPTY, "node type");
 _Static_assert((int)cudaGraphNodeTypeWaitEvent == (int)CU_GRAPH_NODE_TYPE_WAIT_EVENT, "node type");
-_Static_assert((int)cudaGraphNodeTypeEventRecord == (int)CU_GRAPH_NODE_TYPE_EVENT_RECORD, "node type");
-_Static_assert((int)cudaGraphNodeTypeExtSemaphoreSignal == (int)CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, "node type");
-_Static_assert((int)cudaGraphNodeTypeExtSemaphoreWait == (int)CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT, "node type");
+_Static_assert((int)cudaGraphNodeTypeEventRecord == (int)CU_GRAPH_NODE_TYPE_EVENT_RECORD,
+               "node type");
+_Static_assert((int)cudaGraphNodeTypeExtSemaphoreSignal == (int)CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL,
+               "node type");
+_Static_assert((int)cudaGraphNodeTypeExtSemaphoreWait == (int)CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT,
+               "node type");
 _Static_assert((int)cudaGraphNodeTypeMemAlloc == (int)CU_GRAPH_NODE_TYPE_MEM_ALLOC, "node type");
 _Static_assert((int)cudaGraphNodeTypeMemFree == (int)CU_GRAPH_NODE_TYPE_MEM_FREE, "node type");
-_Static_assert((int)cudaGraphNodeTypeConditional == (int)CU_GRAPH_NODE_TYPE_CONDITIONAL, "node type");
+_Static_assert((int)cudaGraphNodeTypeConditional == (int)CU_GRAPH_NODE_TYPE_CONDITIONAL,
+               "node type");
 _Static_assert(sizeof(struct cudaGraphNodeParams) == sizeof(CUgraphNodeParams), "node params");
-_Static_assert(offsetof(struct cudaGraphNodeParams, kernel) == offsetof(CUgraphNodeParams, kernel), "node params");
+_Static_assert(offsetof(struct cudaGraphNodeParams, kernel) == offsetof(CUgraphNodeParams, kernel),
+               "node params");
 _Static_assert(sizeof(struct cudaHostNodeParams) == sizeof(CUDA_HOST_NODE_PARAMS), "host params");
 _Static_assert(sizeof(struct cudaMemsetParams) == sizeof(CUDA_MEMSET_NODE_PARAMS), "memset params");
-_Static_assert(offsetof(struct cudaMemsetParams, height) == offsetof(CUDA_MEMSET_NODE_PARAMS, height), "memset params");
-_Static_assert(sizeof(struct cudaMemAllocNodeParams) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS), "alloc params");
-_Static_assert(offsetof(struct cudaMemAllocNodeParams, dptr) == offsetof(CUDA_MEM_ALLOC_NODE_PARAMS, dptr), "alloc params");
+_Static_assert(offsetof(struct cudaMemsetParams, height) ==
+                   offsetof(CUDA_MEMSET_NODE_PARAMS, height),
+               "memset params");
+_Static_assert(sizeof(struct cudaMemAllocNodeParams) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS),
+               "alloc params");
+_Static_assert(offsetof(struct cudaMemAllocNodeParams, dptr) ==
+                   offsetof(CUDA_MEM_ALLOC_NODE_PARAMS, dptr),
+               "alloc params");
 _Static_assert(sizeof(struct cudaMemPoolProps) == sizeof(CUmemPoolProps), "pool props");
 _Static_assert(sizeof(struct cudaMemAccessDesc) == sizeof(CUmemAccessDesc), "access desc");
-_Static_assert(sizeof(struct cudaExternalSemaphoreSignalNodeParams) == sizeof(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS), "sem");
-_Static_assert(sizeof(struct cudaExternalSemaphoreWaitNodeParams) == sizeof(CUDA_EXT_SEM_WAIT_NODE_PARAMS), "sem");
-_Static_assert(sizeof(struct cudaExternalSemaphoreSignalParams) == sizeof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS), "sem");
-_Static_assert(sizeof(struct cudaExternalSemaphoreWaitParams) == sizeof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS), "sem");
-_Static_assert(sizeof(cudaGraphInstantiateParams) == sizeof(CUDA_GRAPH_INSTANTIATE_PARAMS), "inst params");
+_Static_assert(sizeof(struct cudaExternalSemaphoreSignalNodeParams) ==
+                   sizeof(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS),
+               "sem");
+_Static_assert(sizeof(struct cudaExternalSemaphoreWaitNodeParams) ==
+                   sizeof(CUDA_EXT_SEM_WAIT_NODE_PARAMS),
+               "sem");
+_Static_assert(sizeof(struct cudaExternalSemaphoreSignalParams) ==
+                   sizeof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS),
+               "sem");
+_Static_assert(sizeof(struct cudaExternalSemaphoreWaitParams) ==
+                   sizeof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS),
+               "sem");
+_Static_assert(sizeof(cudaGraphInstantiateParams) == sizeof(CUDA_GRAPH_INSTANTIATE_PARAMS),
+               "inst params");
 _Static_assert(offsetof(cudaGraphInstantiateParams, result_out) ==
-                   offsetof(CUDA_GRAPH_INSTANTIATE_PARAMS, result_out), "inst params");
-_Static_assert(sizeof(cudaGraphExecUpdateResultInfo) == sizeof(CUgraphExecUpdateResultInfo), "update info");
-_Static_assert((int)cudaGraphExecUpdateErrorAttributesChanged == (int)CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED, "update");
-_Static_assert((int)cudaGraphInstantiateConditionalHandleUnused == (int)CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED, "inst");
-_Static_assert((int)cudaGraphInstantiateFlagUseNodePriority == (int)CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY, "inst");
-_Static_assert((int)cudaGraphDebugDotFlagsConditionalNodeParams == (int)CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS, "dot");
+                   offsetof(CUDA_GRAPH_INSTANTIATE_PARAMS, result_out),
+               "inst params");
+_Static_assert(sizeof(cudaGraphExecUpdateResultInfo) == sizeof(CUgraphExecUpdateResultInfo),
+               "update info");
+_Static_assert((int)cudaGraphExecUpdateErrorAttributesChanged ==
+                   (int)CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED,
+               "update");
+_Static_assert((int)cudaGraphInstantiateConditionalHandleUnused ==
+                   (int)CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED,
+               "inst");
+_Static_assert((int)cudaGraphInstantiateFlagUseNodePriority ==
+                   (int)CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY,
+               "inst");
+_Static_assert((int)cudaGraphDebugDotFlagsConditionalNodeParams ==
+                   (int)CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS,
+               "dot");
 _Static_assert(offsetof(struct cudaConditionalNodeParams, phGraph_out) ==
-                   offsetof(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out), "conditional");
+                   offsetof(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out),
+               "conditional");
 _Static_assert(offsetof(struct cudaKernelNodeParamsV2, extra) ==
-                   offsetof(CUDA_KERNEL_NODE_PARAMS_v3, extra), "kernel v2 prefix");
+                   offsetof(CUDA_KERNEL_NODE_PARAMS_v3, extra),
+               "kernel v2 prefix");
 _Static_assert(offsetof(struct cudaMemsetParamsV2, height) ==
-                   offsetof(CUDA_MEMSET_NODE_PARAMS_v2, height), "memset v2 prefix");
+                   offsetof(CUDA_MEMSET_NODE_PARAMS_v2, height),
+               "memset v2 prefix");
 
 /* Every function makes a context current first, as NVIDIA's runtime does,
  * then leaves through the driver's result. */
-#define GRAPH_CALL(expr)                 \
-  do {                                   \
-    CUDAEV_CTX_OR_RETURN();              \
-    return cudaev__ret_cu(expr);         \
+#define GRAPH_CALL(expr)         \
+  do {                           \
+    CUDAEV_CTX_OR_RETURN();      \
+    return cudaev__ret_cu(expr); \
   } while (0)
 
 /* Same, for a call naming an event or stream: one destroyed through this
  * runtime is refused before the driver, which would crash on it
  * (stream.h). */
-#define GRAPH_CALL_LIVE(h, expr)                                                   \
-  do {                                                                             \
-    CUDAEV_CTX_OR_RETURN();                                                        \
-    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(h))))                   \
-      return cudaev__ret(cudaErrorInvalidResourceHandle);                          \
-    return cudaev__ret_cu(expr);                                                   \
+#define GRAPH_CALL_LIVE(h, expr)                                 \
+  do {                                                           \
+    CUDAEV_CTX_OR_RETURN();                                      \
+    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(h)))) \
+      return cudaev__ret(cudaErrorInvalidResourceHandle);        \
+    return cudaev__ret_cu(expr);                                 \
   } while (0)
 
 static CUcontext current_ctx(void) {
@@ -92,7 +124,8 @@ static CUcontext current_ctx(void) {
  * CUDA_KERNEL_NODE_PARAMS_v2. The node names the CUkernel (func NULL, ctx
  * NULL = the current context), so the driver loads it where the node
  * runs and GetParams can map it back to the stub. Not recorded. */
-static cudaError_t kernel_to_cu(const struct cudaKernelNodeParams *in, CUDA_KERNEL_NODE_PARAMS *out) {
+static cudaError_t kernel_to_cu(const struct cudaKernelNodeParams *in,
+                                CUDA_KERNEL_NODE_PARAMS *out) {
   if (in == NULL) return cudaErrorInvalidValue;
   CUkernel k;
   cudaError_t e = cudaev__kernel_lookup(in->func, &k);
@@ -251,18 +284,16 @@ static void memcpy3d_from_cu(const CUDA_MEMCPY3D *c, struct cudaMemcpy3DParms *p
     selem = array_element_size(c->srcArray);
     if (selem == 0) selem = 1;
   } else {
-    p->srcPtr = pitched(
-        type_is_host(c->srcMemoryType) ? (void *)c->srcHost : (void *)c->srcDevice, c->srcPitch,
-        c->WidthInBytes, c->srcHeight);
+    p->srcPtr = pitched(type_is_host(c->srcMemoryType) ? (void *)c->srcHost : (void *)c->srcDevice,
+                        c->srcPitch, c->WidthInBytes, c->srcHeight);
   }
   if (c->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
     p->dstArray = (cudaArray_t)c->dstArray;
     delem = array_element_size(c->dstArray);
     if (delem == 0) delem = 1;
   } else {
-    p->dstPtr = pitched(
-        type_is_host(c->dstMemoryType) ? c->dstHost : (void *)c->dstDevice, c->dstPitch,
-        c->WidthInBytes, c->dstHeight);
+    p->dstPtr = pitched(type_is_host(c->dstMemoryType) ? c->dstHost : (void *)c->dstDevice,
+                        c->dstPitch, c->WidthInBytes, c->dstHeight);
   }
   p->srcPos = pos3(c->srcXInBytes / selem, c->srcY, c->srcZ);
   p->dstPos = pos3(c->dstXInBytes / delem, c->dstY, c->dstZ);
@@ -304,7 +335,8 @@ static cudaError_t symbol_addr(const void *symbol, size_t count, size_t offset, 
 static cudaError_t to_symbol_params(const void *symbol, const void *src, size_t count,
                                     size_t offset, enum cudaMemcpyKind kind,
                                     struct cudaMemcpy3DParms *p) {
-  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
     return cudaErrorInvalidMemcpyDirection;
   void *dst;
   cudaError_t e = symbol_addr(symbol, count, offset, &dst);
@@ -315,7 +347,8 @@ static cudaError_t to_symbol_params(const void *symbol, const void *src, size_t 
 
 static cudaError_t from_symbol_params(void *dst, const void *symbol, size_t count, size_t offset,
                                       enum cudaMemcpyKind kind, struct cudaMemcpy3DParms *p) {
-  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
     return cudaErrorInvalidMemcpyDirection;
   void *src;
   cudaError_t e = symbol_addr(symbol, count, offset, &src);
@@ -360,7 +393,9 @@ static cudaError_t node_params_to_cu(const struct cudaGraphNodeParams *in, CUgra
 static void node_params_out(const CUgraphNodeParams *c, struct cudaGraphNodeParams *p) {
   switch (p->type) {
   case cudaGraphNodeTypeMemAlloc: p->alloc.dptr = (void *)c->alloc.dptr; break;
-  case cudaGraphNodeTypeConditional: p->conditional.phGraph_out = (cudaGraph_t *)c->conditional.phGraph_out; break;
+  case cudaGraphNodeTypeConditional:
+    p->conditional.phGraph_out = (cudaGraph_t *)c->conditional.phGraph_out;
+    break;
   default: break;
   }
 }
@@ -392,8 +427,8 @@ cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t 
 
 cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes,
                                   size_t *pNumRootNodes) {
-  GRAPH_CALL(cudaev__drv.cuGraphGetRootNodes((CUgraph)graph, (CUgraphNode *)pRootNodes,
-                                             pNumRootNodes));
+  GRAPH_CALL(
+      cudaev__drv.cuGraphGetRootNodes((CUgraph)graph, (CUgraphNode *)pRootNodes, pNumRootNodes));
 }
 
 cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *from, cudaGraphNode_t *to,
@@ -411,17 +446,17 @@ cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *
 cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t *pDependentNodes,
                                            cudaGraphEdgeData *edgeData,
                                            size_t *pNumDependentNodes) {
-  GRAPH_CALL(cudaev__drv.cuGraphNodeGetDependentNodes(
-      (CUgraphNode)node, (CUgraphNode *)pDependentNodes, (CUgraphEdgeData *)edgeData,
-      pNumDependentNodes));
+  GRAPH_CALL(
+      cudaev__drv.cuGraphNodeGetDependentNodes((CUgraphNode)node, (CUgraphNode *)pDependentNodes,
+                                               (CUgraphEdgeData *)edgeData, pNumDependentNodes));
 }
 
 cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from,
                                      const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData,
                                      size_t numDependencies) {
-  GRAPH_CALL(cudaev__drv.cuGraphAddDependencies((CUgraph)graph, (const CUgraphNode *)from,
-                                                (const CUgraphNode *)to,
-                                                (const CUgraphEdgeData *)edgeData, numDependencies));
+  GRAPH_CALL(cudaev__drv.cuGraphAddDependencies(
+      (CUgraph)graph, (const CUgraphNode *)from, (const CUgraphNode *)to,
+      (const CUgraphEdgeData *)edgeData, numDependencies));
 }
 
 cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t *from,
@@ -448,7 +483,8 @@ cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *p
 
 /* ---- nodes ------------------------------------------------------------------------- */
 
-#define NODE_ARGS (CUgraphNode *)pGraphNode, (CUgraph)graph, (const CUgraphNode *)pDependencies, numDependencies
+#define NODE_ARGS \
+  (CUgraphNode *)pGraphNode, (CUgraph)graph, (const CUgraphNode *)pDependencies, numDependencies
 
 cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                   const cudaGraphNode_t *pDependencies, size_t numDependencies) {
@@ -463,10 +499,9 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
   CUgraphNodeParams c;
   cudaError_t e = node_params_to_cu(nodeParams, &c);
   if (e != cudaSuccess) return cudaev__ret(e);
-  CUresult r = cudaev__drv.cuGraphAddNode((CUgraphNode *)pGraphNode, (CUgraph)graph,
-                                          (const CUgraphNode *)pDependencies,
-                                          (const CUgraphEdgeData *)dependencyData,
-                                          numDependencies, &c);
+  CUresult r = cudaev__drv.cuGraphAddNode(
+      (CUgraphNode *)pGraphNode, (CUgraph)graph, (const CUgraphNode *)pDependencies,
+      (const CUgraphEdgeData *)dependencyData, numDependencies, &c);
   if (r == CUDA_SUCCESS) node_params_out(&c, nodeParams);
   return cudaev__ret_cu(r);
 }
@@ -541,8 +576,8 @@ cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cudaLaunchAtt
   if (value_out == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUlaunchAttributeValue v;
   memset(&v, 0, sizeof v);
-  CUresult r = cudaev__drv.cuGraphKernelNodeGetAttribute((CUgraphNode)hNode,
-                                                         (CUkernelNodeAttrID)attr, &v);
+  CUresult r =
+      cudaev__drv.cuGraphKernelNodeGetAttribute((CUgraphNode)hNode, (CUkernelNodeAttrID)attr, &v);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
   cudaev__attr_value_from_cu(attr, &v, value_out);
   return cudaSuccess;
@@ -580,9 +615,8 @@ static cudaError_t exec_set_memcpy(cudaGraphExec_t exec, cudaGraphNode_t node,
   CUDA_MEMCPY3D c;
   cudaError_t e = memcpy3d_to_cu(p, &c);
   if (e != cudaSuccess) return cudaev__ret(e);
-  return cudaev__ret_cu(cudaev__drv.cuGraphExecMemcpyNodeSetParams((CUgraphExec)exec,
-                                                                   (CUgraphNode)node, &c,
-                                                                   current_ctx()));
+  return cudaev__ret_cu(cudaev__drv.cuGraphExecMemcpyNodeSetParams(
+      (CUgraphExec)exec, (CUgraphNode)node, &c, current_ctx()));
 }
 
 cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
@@ -615,8 +649,8 @@ cudaError_t cudaGraphAddMemcpyNodeToSymbol(cudaGraphNode_t *pGraphNode, cudaGrap
 
 cudaError_t cudaGraphAddMemcpyNodeFromSymbol(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                              const cudaGraphNode_t *pDependencies,
-                                             size_t numDependencies, void *dst,
-                                             const void *symbol, size_t count, size_t offset,
+                                             size_t numDependencies, void *dst, const void *symbol,
+                                             size_t count, size_t offset,
                                              enum cudaMemcpyKind kind) {
   CUDAEV_CTX_OR_RETURN();
   struct cudaMemcpy3DParms p;
@@ -660,8 +694,8 @@ cudaError_t cudaGraphMemcpyNodeSetParamsToSymbol(cudaGraphNode_t node, const voi
 }
 
 cudaError_t cudaGraphMemcpyNodeSetParamsFromSymbol(cudaGraphNode_t node, void *dst,
-                                                   const void *symbol, size_t count,
-                                                   size_t offset, enum cudaMemcpyKind kind) {
+                                                   const void *symbol, size_t count, size_t offset,
+                                                   enum cudaMemcpyKind kind) {
   CUDAEV_CTX_OR_RETURN();
   struct cudaMemcpy3DParms p;
   cudaError_t e = from_symbol_params(dst, symbol, count, offset, kind, &p);
@@ -715,7 +749,8 @@ cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaGraph_t grap
       NODE_ARGS, (const CUDA_MEMSET_NODE_PARAMS *)pMemsetParams, current_ctx()));
 }
 
-cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *pNodeParams) {
+cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node,
+                                         struct cudaMemsetParams *pNodeParams) {
   GRAPH_CALL(cudaev__drv.cuGraphMemsetNodeGetParams((CUgraphNode)node,
                                                     (CUDA_MEMSET_NODE_PARAMS *)pNodeParams));
 }
@@ -741,7 +776,8 @@ cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
   GRAPH_CALL(cudaev__drv.cuGraphAddHostNode(NODE_ARGS, (const CUDA_HOST_NODE_PARAMS *)pNodeParams));
 }
 
-cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams *pNodeParams) {
+cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node,
+                                       struct cudaHostNodeParams *pNodeParams) {
   GRAPH_CALL(cudaev__drv.cuGraphHostNodeGetParams((CUgraphNode)node,
                                                   (CUDA_HOST_NODE_PARAMS *)pNodeParams));
 }
@@ -754,15 +790,15 @@ cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node,
 
 cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                            const struct cudaHostNodeParams *pNodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphExecHostNodeSetParams(
-      (CUgraphExec)hGraphExec, (CUgraphNode)node, (const CUDA_HOST_NODE_PARAMS *)pNodeParams));
+  GRAPH_CALL(cudaev__drv.cuGraphExecHostNodeSetParams((CUgraphExec)hGraphExec, (CUgraphNode)node,
+                                                      (const CUDA_HOST_NODE_PARAMS *)pNodeParams));
 }
 
 /* child graph */
 
 cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
-                                       const cudaGraphNode_t *pDependencies,
-                                       size_t numDependencies, cudaGraph_t childGraph) {
+                                       const cudaGraphNode_t *pDependencies, size_t numDependencies,
+                                       cudaGraph_t childGraph) {
   GRAPH_CALL(cudaev__drv.cuGraphAddChildGraphNode(NODE_ARGS, (CUgraph)childGraph));
 }
 
@@ -772,8 +808,8 @@ cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t *p
 
 cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                                  cudaGraph_t childGraph) {
-  GRAPH_CALL(cudaev__drv.cuGraphExecChildGraphNodeSetParams((CUgraphExec)hGraphExec,
-                                                            (CUgraphNode)node, (CUgraph)childGraph));
+  GRAPH_CALL(cudaev__drv.cuGraphExecChildGraphNodeSetParams(
+      (CUgraphExec)hGraphExec, (CUgraphNode)node, (CUgraph)childGraph));
 }
 
 /* events */
@@ -789,13 +825,14 @@ cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *
 }
 
 cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
-  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphEventRecordNodeSetEvent((CUgraphNode)node, (CUevent)event));
+  GRAPH_CALL_LIVE(event,
+                  cudaev__drv.cuGraphEventRecordNodeSetEvent((CUgraphNode)node, (CUevent)event));
 }
 
 cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
                                                  cudaEvent_t event) {
-  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphExecEventRecordNodeSetEvent((CUgraphExec)hGraphExec,
-                                                            (CUgraphNode)hNode, (CUevent)event));
+  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphExecEventRecordNodeSetEvent(
+                             (CUgraphExec)hGraphExec, (CUgraphNode)hNode, (CUevent)event));
 }
 
 cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
@@ -809,13 +846,14 @@ cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *ev
 }
 
 cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
-  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphEventWaitNodeSetEvent((CUgraphNode)node, (CUevent)event));
+  GRAPH_CALL_LIVE(event,
+                  cudaev__drv.cuGraphEventWaitNodeSetEvent((CUgraphNode)node, (CUevent)event));
 }
 
 cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
                                                cudaEvent_t event) {
-  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphExecEventWaitNodeSetEvent((CUgraphExec)hGraphExec,
-                                                          (CUgraphNode)hNode, (CUevent)event));
+  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphExecEventWaitNodeSetEvent(
+                             (CUgraphExec)hGraphExec, (CUgraphNode)hNode, (CUevent)event));
 }
 
 /* external semaphores: same layouts */
@@ -879,7 +917,8 @@ cudaError_t cudaGraphExecExternalSemaphoresWaitNodeSetParams(
 cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                      const cudaGraphNode_t *pDependencies, size_t numDependencies,
                                      struct cudaMemAllocNodeParams *nodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphAddMemAllocNode(NODE_ARGS, (CUDA_MEM_ALLOC_NODE_PARAMS *)nodeParams));
+  GRAPH_CALL(
+      cudaev__drv.cuGraphAddMemAllocNode(NODE_ARGS, (CUDA_MEM_ALLOC_NODE_PARAMS *)nodeParams));
 }
 
 cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node,
@@ -903,23 +942,23 @@ cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void *dptr_out) 
 cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out,
                                              cudaGraph_t graph, unsigned int defaultLaunchValue,
                                              unsigned int flags) {
-  GRAPH_CALL(cudaev__drv.cuGraphConditionalHandleCreate(
-      (CUgraphConditionalHandle *)pHandle_out, (CUgraph)graph, current_ctx(), defaultLaunchValue,
-      flags));
+  GRAPH_CALL(cudaev__drv.cuGraphConditionalHandleCreate((CUgraphConditionalHandle *)pHandle_out,
+                                                        (CUgraph)graph, current_ctx(),
+                                                        defaultLaunchValue, flags));
 }
 
 /* ---- executable graphs ------------------------------------------------------------- */
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                                  unsigned long long flags) {
-  GRAPH_CALL(cudaev__drv.cuGraphInstantiateWithFlags((CUgraphExec *)pGraphExec, (CUgraph)graph,
-                                                     flags));
+  GRAPH_CALL(
+      cudaev__drv.cuGraphInstantiateWithFlags((CUgraphExec *)pGraphExec, (CUgraph)graph, flags));
 }
 
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                                           unsigned long long flags) {
-  GRAPH_CALL(cudaev__drv.cuGraphInstantiateWithFlags((CUgraphExec *)pGraphExec, (CUgraph)graph,
-                                                     flags));
+  GRAPH_CALL(
+      cudaev__drv.cuGraphInstantiateWithFlags((CUgraphExec *)pGraphExec, (CUgraph)graph, flags));
 }
 
 /* The upload stream is a stream argument: NULL means the per-thread
@@ -931,7 +970,8 @@ static cudaError_t instantiate_params_impl(cudaGraphExec_t *pGraphExec, cudaGrap
   CUDA_GRAPH_INSTANTIATE_PARAMS c;
   memcpy(&c, p, sizeof c);
   c.hUploadStream = cudaev__stream(p->uploadStream, pt);
-  CUresult r = cudaev__drv.cuGraphInstantiateWithParams((CUgraphExec *)pGraphExec, (CUgraph)graph, &c);
+  CUresult r =
+      cudaev__drv.cuGraphInstantiateWithParams((CUgraphExec *)pGraphExec, (CUgraph)graph, &c);
   p->errNode_out = (cudaGraphNode_t)c.hErrNode_out;
   p->result_out = (cudaGraphInstantiateResult)c.result_out;
   return cudaev__ret_cu(r);
@@ -958,14 +998,14 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
 
 cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
                                     unsigned int isEnabled) {
-  GRAPH_CALL(cudaev__drv.cuGraphNodeSetEnabled((CUgraphExec)hGraphExec, (CUgraphNode)hNode,
-                                               isEnabled));
+  GRAPH_CALL(
+      cudaev__drv.cuGraphNodeSetEnabled((CUgraphExec)hGraphExec, (CUgraphNode)hNode, isEnabled));
 }
 
 cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
                                     unsigned int *isEnabled) {
-  GRAPH_CALL(cudaev__drv.cuGraphNodeGetEnabled((CUgraphExec)hGraphExec, (CUgraphNode)hNode,
-                                               isEnabled));
+  GRAPH_CALL(
+      cudaev__drv.cuGraphNodeGetEnabled((CUgraphExec)hGraphExec, (CUgraphNode)hNode, isEnabled));
 }
 
 static cudaError_t launch_impl(cudaGraphExec_t exec, cudaStream_t s, bool pt) {
@@ -1012,7 +1052,8 @@ cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned int count) {
 
 cudaError_t cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object,
                                       unsigned int count, unsigned int flags) {
-  GRAPH_CALL(cudaev__drv.cuGraphRetainUserObject((CUgraph)graph, (CUuserObject)object, count, flags));
+  GRAPH_CALL(
+      cudaev__drv.cuGraphRetainUserObject((CUgraph)graph, (CUuserObject)object, count, flags));
 }
 
 cudaError_t cudaGraphReleaseUserObject(cudaGraph_t graph, cudaUserObject_t object,

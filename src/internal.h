@@ -24,8 +24,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define CUDAEV_EXPORT __attribute__((visibility("default")))
-#define CUDAEV_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CUDAEV_EXPORT      __attribute__((visibility("default")))
+#define CUDAEV_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define CUDAEV_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* Declares NAME##SUFFIX, an export with the same prototype as NAME: the
@@ -75,9 +75,9 @@ struct cudaev_device {
 };
 
 struct cudaev_runtime {
-  atomic_int ready;        /* 1 once init ran (successfully or not) */
-  atomic_uint reset_gen;   /* bumped by cudaDeviceReset: threads re-check their context */
-  cudaError_t init_error;  /* cudaSuccess, or why the runtime cannot run */
+  atomic_int ready;       /* 1 once init ran (successfully or not) */
+  atomic_uint reset_gen;  /* bumped by cudaDeviceReset: threads re-check their context */
+  cudaError_t init_error; /* cudaSuccess, or why the runtime cannot run */
   int device_count;
   struct cudaev_device *devices;
 };
@@ -128,23 +128,19 @@ cudaError_t cudaev__primary_ctx(int d, CUcontext *out);
 
 /* Leave the calling cudaXxx function with the error (recorded) when the
  * runtime cannot initialise / no context can be made current. */
-#define CUDAEV_INIT_OR_RETURN()                        \
-  do {                                                 \
-    cudaError_t init_e_ = cudaev__init();              \
-    if (CUDAEV_UNLIKELY(init_e_ != cudaSuccess))       \
-      return cudaev__ret(init_e_);                     \
+#define CUDAEV_INIT_OR_RETURN()                                               \
+  do {                                                                        \
+    cudaError_t init_e_ = cudaev__init();                                     \
+    if (CUDAEV_UNLIKELY(init_e_ != cudaSuccess)) return cudaev__ret(init_e_); \
   } while (0)
-#define CUDAEV_CTX_OR_RETURN()                         \
-  do {                                                 \
-    cudaError_t ctx_e_ = cudaev__ctx();                \
-    if (CUDAEV_UNLIKELY(ctx_e_ != cudaSuccess))        \
-      return cudaev__ret(ctx_e_);                      \
+#define CUDAEV_CTX_OR_RETURN()                                              \
+  do {                                                                      \
+    cudaError_t ctx_e_ = cudaev__ctx();                                     \
+    if (CUDAEV_UNLIKELY(ctx_e_ != cudaSuccess)) return cudaev__ret(ctx_e_); \
   } while (0)
 
 /* Valid ordinal check against the initialised device count. */
-static inline bool cudaev__device_valid(int d) {
-  return d >= 0 && d < cudaev__rt.device_count;
-}
+static inline bool cudaev__device_valid(int d) { return d >= 0 && d < cudaev__rt.device_count; }
 
 /* Returns a stream handle as the driver expects it: cudaStreamLegacy and
  * cudaStreamPerThread are the driver's CU_STREAM_LEGACY / CU_STREAM_PER_THREAD

@@ -12,7 +12,7 @@ CUDAEV_DECLARE_VARIANT(cudaWaitExternalSemaphoresAsync, _ptsz);
 
 /* The runtime's descriptors are the driver's, field for field; these
  * checks keep it so. */
-#define SAME_LAYOUT(rt, drv)                                                   \
+#define SAME_LAYOUT(rt, drv) \
   _Static_assert(sizeof(struct rt) == sizeof(drv), #rt " differs from " #drv)
 SAME_LAYOUT(cudaExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_HANDLE_DESC);
 SAME_LAYOUT(cudaExternalMemoryBufferDesc, CUDA_EXTERNAL_MEMORY_BUFFER_DESC);
@@ -20,17 +20,24 @@ SAME_LAYOUT(cudaExternalSemaphoreHandleDesc, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC
 SAME_LAYOUT(cudaExternalSemaphoreSignalParams, CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS);
 SAME_LAYOUT(cudaExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS);
 _Static_assert(offsetof(struct cudaExternalMemoryHandleDesc, size) ==
-                   offsetof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size), "size");
+                   offsetof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size),
+               "size");
 _Static_assert(offsetof(struct cudaExternalMemoryHandleDesc, flags) ==
-                   offsetof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, flags), "flags");
+                   offsetof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, flags),
+               "flags");
 _Static_assert(offsetof(struct cudaExternalSemaphoreSignalParams, flags) ==
-                   offsetof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, flags), "flags");
+                   offsetof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, flags),
+               "flags");
 _Static_assert(offsetof(struct cudaExternalSemaphoreWaitParams, flags) ==
-                   offsetof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, flags), "flags");
-_Static_assert((int)cudaExternalMemoryHandleTypeOpaqueFd == (int)CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD &&
-                   (int)cudaExternalMemoryHandleTypeNvSciBuf == (int)CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF,
+                   offsetof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, flags),
+               "flags");
+_Static_assert((int)cudaExternalMemoryHandleTypeOpaqueFd ==
+                       (int)CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD &&
+                   (int)cudaExternalMemoryHandleTypeNvSciBuf ==
+                       (int)CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF,
                "external memory handle types");
-_Static_assert((int)cudaExternalSemaphoreHandleTypeOpaqueFd == (int)CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD &&
+_Static_assert((int)cudaExternalSemaphoreHandleTypeOpaqueFd ==
+                       (int)CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD &&
                    (int)cudaExternalSemaphoreHandleTypeTimelineSemaphoreFd ==
                        (int)CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
                "external semaphore handle types");
@@ -43,8 +50,9 @@ cudaError_t cudaImportExternalMemory(cudaExternalMemory_t *extMem_out,
       (CUexternalMemory *)extMem_out, (const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *)memHandleDesc));
 }
 
-cudaError_t cudaExternalMemoryGetMappedBuffer(void **devPtr, cudaExternalMemory_t extMem,
-                                              const struct cudaExternalMemoryBufferDesc *bufferDesc) {
+cudaError_t cudaExternalMemoryGetMappedBuffer(
+    void **devPtr, cudaExternalMemory_t extMem,
+    const struct cudaExternalMemoryBufferDesc *bufferDesc) {
   CUDAEV_CTX_OR_RETURN();
   if (devPtr == NULL || bufferDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuExternalMemoryGetMappedBuffer(
@@ -84,8 +92,9 @@ cudaError_t cudaDestroyExternalMemory(cudaExternalMemory_t extMem) {
   return cudaev__ret_cu(cudaev__drv.cuDestroyExternalMemory((CUexternalMemory)extMem));
 }
 
-cudaError_t cudaImportExternalSemaphore(cudaExternalSemaphore_t *extSem_out,
-                                        const struct cudaExternalSemaphoreHandleDesc *semHandleDesc) {
+cudaError_t cudaImportExternalSemaphore(
+    cudaExternalSemaphore_t *extSem_out,
+    const struct cudaExternalSemaphoreHandleDesc *semHandleDesc) {
   CUDAEV_CTX_OR_RETURN();
   if (extSem_out == NULL || semHandleDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuImportExternalSemaphore(
@@ -113,9 +122,10 @@ static cudaError_t wait_sems(const cudaExternalSemaphore_t *sems,
       cudaev__stream(stream, per_thread)));
 }
 
-cudaError_t cudaSignalExternalSemaphoresAsync(const cudaExternalSemaphore_t *extSemArray,
-                                              const struct cudaExternalSemaphoreSignalParams *paramsArray,
-                                              unsigned int numExtSems, cudaStream_t stream) {
+cudaError_t cudaSignalExternalSemaphoresAsync(
+    const cudaExternalSemaphore_t *extSemArray,
+    const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems,
+    cudaStream_t stream) {
   return signal_sems(extSemArray, paramsArray, numExtSems, stream, false);
 }
 
@@ -126,15 +136,17 @@ cudaError_t cudaSignalExternalSemaphoresAsync_ptsz(
   return signal_sems(extSemArray, paramsArray, numExtSems, stream, true);
 }
 
-cudaError_t cudaWaitExternalSemaphoresAsync(const cudaExternalSemaphore_t *extSemArray,
-                                            const struct cudaExternalSemaphoreWaitParams *paramsArray,
-                                            unsigned int numExtSems, cudaStream_t stream) {
+cudaError_t cudaWaitExternalSemaphoresAsync(
+    const cudaExternalSemaphore_t *extSemArray,
+    const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems,
+    cudaStream_t stream) {
   return wait_sems(extSemArray, paramsArray, numExtSems, stream, false);
 }
 
-cudaError_t cudaWaitExternalSemaphoresAsync_ptsz(const cudaExternalSemaphore_t *extSemArray,
-                                                 const struct cudaExternalSemaphoreWaitParams *paramsArray,
-                                                 unsigned int numExtSems, cudaStream_t stream) {
+cudaError_t cudaWaitExternalSemaphoresAsync_ptsz(
+    const cudaExternalSemaphore_t *extSemArray,
+    const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems,
+    cudaStream_t stream) {
   return wait_sems(extSemArray, paramsArray, numExtSems, stream, true);
 }
 

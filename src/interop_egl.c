@@ -52,7 +52,8 @@ _Static_assert((int)cudaEglColorFormatYUV420Planar == (int)CU_EGL_COLOR_FORMAT_Y
 static cudaError_t frame_to_cu(const cudaEglFrame *in, CUeglFrame *out) {
   memset(out, 0, sizeof *out);
   if (in->frameType == cudaEglFrameTypeArray) {
-    for (int i = 0; i < CUDA_EGL_MAX_PLANES; i++) out->frame.pArray[i] = (CUarray)in->frame.pArray[i];
+    for (int i = 0; i < CUDA_EGL_MAX_PLANES; i++)
+      out->frame.pArray[i] = (CUarray)in->frame.pArray[i];
   } else if (in->frameType == cudaEglFrameTypePitch) {
     for (int i = 0; i < CUDA_EGL_MAX_PLANES; i++) out->frame.pPitch[i] = in->frame.pPitch[i].ptr;
   } else {
@@ -76,51 +77,51 @@ static cudaError_t frame_to_cu(const cudaEglFrame *in, CUeglFrame *out) {
 /* Width and height shifts of the chroma planes of a multi-planar format. */
 static void chroma_shift(CUeglColorFormat f, unsigned *wshift, unsigned *hshift) {
   switch (f) {
-    case CU_EGL_COLOR_FORMAT_YUV420_PLANAR:
-    case CU_EGL_COLOR_FORMAT_YUV420_SEMIPLANAR:
-    case CU_EGL_COLOR_FORMAT_YVU420_SEMIPLANAR:
-    case CU_EGL_COLOR_FORMAT_Y10V10U10_420_SEMIPLANAR:
-    case CU_EGL_COLOR_FORMAT_Y12V12U12_420_SEMIPLANAR:
-    case CU_EGL_COLOR_FORMAT_YUV420_PLANAR_ER:
-    case CU_EGL_COLOR_FORMAT_YUV420_SEMIPLANAR_ER:
-    case CU_EGL_COLOR_FORMAT_YVU420_PLANAR_ER:
-    case CU_EGL_COLOR_FORMAT_YVU420_SEMIPLANAR_ER:
-    case CU_EGL_COLOR_FORMAT_YVU420_PLANAR:
-    case CU_EGL_COLOR_FORMAT_YUV420_SEMIPLANAR_2020:
-    case CU_EGL_COLOR_FORMAT_YVU420_SEMIPLANAR_2020:
-    case CU_EGL_COLOR_FORMAT_YUV420_PLANAR_2020:
-    case CU_EGL_COLOR_FORMAT_YVU420_PLANAR_2020:
-    case CU_EGL_COLOR_FORMAT_YUV420_SEMIPLANAR_709:
-    case CU_EGL_COLOR_FORMAT_YVU420_SEMIPLANAR_709:
-    case CU_EGL_COLOR_FORMAT_YUV420_PLANAR_709:
-    case CU_EGL_COLOR_FORMAT_YVU420_PLANAR_709:
-    case CU_EGL_COLOR_FORMAT_Y10V10U10_420_SEMIPLANAR_709:
-    case CU_EGL_COLOR_FORMAT_Y10V10U10_420_SEMIPLANAR_2020:
-    case CU_EGL_COLOR_FORMAT_Y10V10U10_420_SEMIPLANAR_ER:
-    case CU_EGL_COLOR_FORMAT_Y10V10U10_420_SEMIPLANAR_709_ER:
-    case CU_EGL_COLOR_FORMAT_Y12V12U12_420_SEMIPLANAR_ER:
-    case CU_EGL_COLOR_FORMAT_Y12V12U12_420_SEMIPLANAR_709_ER:
-      *wshift = 1;
-      *hshift = 1;
-      return;
-    case CU_EGL_COLOR_FORMAT_YUV422_PLANAR:
-    case CU_EGL_COLOR_FORMAT_YUV422_SEMIPLANAR:
-    case CU_EGL_COLOR_FORMAT_YVU422_SEMIPLANAR:
-    case CU_EGL_COLOR_FORMAT_YUV422_PLANAR_ER:
-    case CU_EGL_COLOR_FORMAT_YUV422_SEMIPLANAR_ER:
-    case CU_EGL_COLOR_FORMAT_YVU422_PLANAR_ER:
-    case CU_EGL_COLOR_FORMAT_YVU422_SEMIPLANAR_ER:
-    case CU_EGL_COLOR_FORMAT_YVU422_PLANAR:
-    case CU_EGL_COLOR_FORMAT_Y10V10U10_422_SEMIPLANAR_2020:
-    case CU_EGL_COLOR_FORMAT_Y10V10U10_422_SEMIPLANAR:
-    case CU_EGL_COLOR_FORMAT_Y10V10U10_422_SEMIPLANAR_709:
-      *wshift = 1;
-      *hshift = 0;
-      return;
-    default: /* 4:4:4 and single-plane formats */
-      *wshift = 0;
-      *hshift = 0;
-      return;
+  case CU_EGL_COLOR_FORMAT_YUV420_PLANAR:
+  case CU_EGL_COLOR_FORMAT_YUV420_SEMIPLANAR:
+  case CU_EGL_COLOR_FORMAT_YVU420_SEMIPLANAR:
+  case CU_EGL_COLOR_FORMAT_Y10V10U10_420_SEMIPLANAR:
+  case CU_EGL_COLOR_FORMAT_Y12V12U12_420_SEMIPLANAR:
+  case CU_EGL_COLOR_FORMAT_YUV420_PLANAR_ER:
+  case CU_EGL_COLOR_FORMAT_YUV420_SEMIPLANAR_ER:
+  case CU_EGL_COLOR_FORMAT_YVU420_PLANAR_ER:
+  case CU_EGL_COLOR_FORMAT_YVU420_SEMIPLANAR_ER:
+  case CU_EGL_COLOR_FORMAT_YVU420_PLANAR:
+  case CU_EGL_COLOR_FORMAT_YUV420_SEMIPLANAR_2020:
+  case CU_EGL_COLOR_FORMAT_YVU420_SEMIPLANAR_2020:
+  case CU_EGL_COLOR_FORMAT_YUV420_PLANAR_2020:
+  case CU_EGL_COLOR_FORMAT_YVU420_PLANAR_2020:
+  case CU_EGL_COLOR_FORMAT_YUV420_SEMIPLANAR_709:
+  case CU_EGL_COLOR_FORMAT_YVU420_SEMIPLANAR_709:
+  case CU_EGL_COLOR_FORMAT_YUV420_PLANAR_709:
+  case CU_EGL_COLOR_FORMAT_YVU420_PLANAR_709:
+  case CU_EGL_COLOR_FORMAT_Y10V10U10_420_SEMIPLANAR_709:
+  case CU_EGL_COLOR_FORMAT_Y10V10U10_420_SEMIPLANAR_2020:
+  case CU_EGL_COLOR_FORMAT_Y10V10U10_420_SEMIPLANAR_ER:
+  case CU_EGL_COLOR_FORMAT_Y10V10U10_420_SEMIPLANAR_709_ER:
+  case CU_EGL_COLOR_FORMAT_Y12V12U12_420_SEMIPLANAR_ER:
+  case CU_EGL_COLOR_FORMAT_Y12V12U12_420_SEMIPLANAR_709_ER:
+    *wshift = 1;
+    *hshift = 1;
+    return;
+  case CU_EGL_COLOR_FORMAT_YUV422_PLANAR:
+  case CU_EGL_COLOR_FORMAT_YUV422_SEMIPLANAR:
+  case CU_EGL_COLOR_FORMAT_YVU422_SEMIPLANAR:
+  case CU_EGL_COLOR_FORMAT_YUV422_PLANAR_ER:
+  case CU_EGL_COLOR_FORMAT_YUV422_SEMIPLANAR_ER:
+  case CU_EGL_COLOR_FORMAT_YVU422_PLANAR_ER:
+  case CU_EGL_COLOR_FORMAT_YVU422_SEMIPLANAR_ER:
+  case CU_EGL_COLOR_FORMAT_YVU422_PLANAR:
+  case CU_EGL_COLOR_FORMAT_Y10V10U10_422_SEMIPLANAR_2020:
+  case CU_EGL_COLOR_FORMAT_Y10V10U10_422_SEMIPLANAR:
+  case CU_EGL_COLOR_FORMAT_Y10V10U10_422_SEMIPLANAR_709:
+    *wshift = 1;
+    *hshift = 0;
+    return;
+  default: /* 4:4:4 and single-plane formats */
+    *wshift = 0;
+    *hshift = 0;
+    return;
   }
 }
 
@@ -142,7 +143,8 @@ static void frame_from_cu(const CUeglFrame *in, cudaEglFrame *out) {
     p->numChannels = i == 0 ? in->numChannels : planes == 2 ? 2 : 1;
     p->channelDesc = cudaev__channel_from_format(in->cuFormat, p->numChannels);
     if (in->frameType == CU_EGL_FRAME_TYPE_PITCH)
-      out->frame.pPitch[i] = (struct cudaPitchedPtr){in->frame.pPitch[i], p->pitch, p->width, p->height};
+      out->frame.pPitch[i] =
+          (struct cudaPitchedPtr){in->frame.pPitch[i], p->pitch, p->width, p->height};
     else
       out->frame.pArray[i] = (cudaArray_t)in->frame.pArray[i];
   }
@@ -155,8 +157,8 @@ cudaError_t cudaGraphicsEGLRegisterImage(struct cudaGraphicsResource **pCudaReso
                                          EGLImageKHR image, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (pCudaResource == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(cudaev__drv.cuGraphicsEGLRegisterImage((CUgraphicsResource *)pCudaResource,
-                                                               image, flags));
+  return cudaev__ret_cu(
+      cudaev__drv.cuGraphicsEGLRegisterImage((CUgraphicsResource *)pCudaResource, image, flags));
 }
 
 cudaError_t cudaGraphicsResourceGetMappedEglFrame(cudaEglFrame *eglFrame,
@@ -251,7 +253,8 @@ cudaError_t cudaEGLStreamProducerReturnFrame(cudaEglStreamConnection *conn, cuda
   return cudaSuccess;
 }
 
-cudaError_t cudaEventCreateFromEGLSync(cudaEvent_t *phEvent, EGLSyncKHR eglSync, unsigned int flags) {
+cudaError_t cudaEventCreateFromEGLSync(cudaEvent_t *phEvent, EGLSyncKHR eglSync,
+                                       unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (phEvent == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* cudaEventBlockingSync / cudaEventDisableTiming are the driver's

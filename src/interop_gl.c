@@ -23,7 +23,8 @@ _Static_assert((int)cudaGLMapFlagsNone == (int)CU_GL_MAP_RESOURCE_FLAGS_NONE &&
                    (int)cudaGLMapFlagsWriteDiscard == (int)CU_GL_MAP_RESOURCE_FLAGS_WRITE_DISCARD,
                "cudaGLMapFlags");
 _Static_assert((int)cudaGraphicsRegisterFlagsNone == (int)CU_GRAPHICS_REGISTER_FLAGS_NONE &&
-                   (int)cudaGraphicsRegisterFlagsReadOnly == (int)CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY &&
+                   (int)cudaGraphicsRegisterFlagsReadOnly ==
+                       (int)CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY &&
                    (int)cudaGraphicsRegisterFlagsWriteDiscard ==
                        (int)CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD &&
                    (int)cudaGraphicsRegisterFlagsSurfaceLoadStore ==
@@ -71,8 +72,8 @@ cudaError_t cudaGraphicsGLRegisterImage(struct cudaGraphicsResource **resource, 
                                         GLenum target, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (resource == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(cudaev__drv.cuGraphicsGLRegisterImage((CUgraphicsResource *)resource,
-                                                              image, target, flags));
+  return cudaev__ret_cu(
+      cudaev__drv.cuGraphicsGLRegisterImage((CUgraphicsResource *)resource, image, target, flags));
 }
 
 /* ---- deprecated (CUDA 3.0) buffer objects -------------------------------- */

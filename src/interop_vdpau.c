@@ -40,8 +40,8 @@ cudaError_t cudaVDPAUSetVDPAUDevice(int device, VdpDevice vdpDevice,
   if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
   unsigned flags = 0;
   int active = 0;
-  CUresult r = cudaev__drv.cuDevicePrimaryCtxGetState(cudaev__rt.devices[device].dev, &flags,
-                                                      &active);
+  CUresult r =
+      cudaev__drv.cuDevicePrimaryCtxGetState(cudaev__rt.devices[device].dev, &flags, &active);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
   if (active) return cudaev__ret(cudaErrorSetOnActiveProcess);
   return cudaSetDevice(device);

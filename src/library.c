@@ -79,8 +79,8 @@ cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsigned int numK
                                         cudaLibrary_t lib) {
   CUDAEV_INIT_OR_RETURN();
   if (kernels == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  CUresult r = cudaev__drv.cuLibraryEnumerateKernels((CUkernel *)kernels, numKernels,
-                                                     (CUlibrary)lib);
+  CUresult r =
+      cudaev__drv.cuLibraryEnumerateKernels((CUkernel *)kernels, numKernels, (CUlibrary)lib);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
   for (unsigned i = 0; i < numKernels && kernels[i] != NULL; i++)
     if (cudaev__kernel_adopt((CUkernel)kernels[i], (CUlibrary)lib))

@@ -8,8 +8,9 @@ cudaError_t cudaLogsRegisterCallback(cudaLogsCallback_t callbackFunc, void *user
   CUDAEV_INIT_OR_RETURN();
   if (callbackFunc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* Same shape as CUlogsCallback: (void *data, level, char *message, size_t length). */
-  return cudaev__ret_cu(cudaev__drv.cuLogsRegisterCallback(
-      (CUlogsCallback)(void (*)(void))callbackFunc, userData, (CUlogsCallbackHandle *)callback_out));
+  return cudaev__ret_cu(
+      cudaev__drv.cuLogsRegisterCallback((CUlogsCallback)(void (*)(void))callbackFunc, userData,
+                                         (CUlogsCallbackHandle *)callback_out));
 }
 
 cudaError_t cudaLogsUnregisterCallback(cudaLogsCallbackHandle callback) {

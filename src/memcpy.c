@@ -38,25 +38,36 @@ static inline CUstream stream_of(enum how h, cudaStream_t s, bool per_thread) {
   return h == ASYNC ? cudaev__stream(s, per_thread) : NULL;
 }
 
-cudaError_t cudaev__memcpy_kind_types(enum cudaMemcpyKind kind, CUmemorytype *src, CUmemorytype *dst) {
+cudaError_t cudaev__memcpy_kind_types(enum cudaMemcpyKind kind, CUmemorytype *src,
+                                      CUmemorytype *dst) {
   switch (kind) {
-  case cudaMemcpyHostToHost: *src = CU_MEMORYTYPE_HOST, *dst = CU_MEMORYTYPE_HOST; return cudaSuccess;
-  case cudaMemcpyHostToDevice: *src = CU_MEMORYTYPE_HOST, *dst = CU_MEMORYTYPE_DEVICE; return cudaSuccess;
-  case cudaMemcpyDeviceToHost: *src = CU_MEMORYTYPE_DEVICE, *dst = CU_MEMORYTYPE_HOST; return cudaSuccess;
-  case cudaMemcpyDeviceToDevice: *src = CU_MEMORYTYPE_DEVICE, *dst = CU_MEMORYTYPE_DEVICE; return cudaSuccess;
-  case cudaMemcpyDefault: *src = CU_MEMORYTYPE_UNIFIED, *dst = CU_MEMORYTYPE_UNIFIED; return cudaSuccess;
+  case cudaMemcpyHostToHost:
+    *src = CU_MEMORYTYPE_HOST, *dst = CU_MEMORYTYPE_HOST;
+    return cudaSuccess;
+  case cudaMemcpyHostToDevice:
+    *src = CU_MEMORYTYPE_HOST, *dst = CU_MEMORYTYPE_DEVICE;
+    return cudaSuccess;
+  case cudaMemcpyDeviceToHost:
+    *src = CU_MEMORYTYPE_DEVICE, *dst = CU_MEMORYTYPE_HOST;
+    return cudaSuccess;
+  case cudaMemcpyDeviceToDevice:
+    *src = CU_MEMORYTYPE_DEVICE, *dst = CU_MEMORYTYPE_DEVICE;
+    return cudaSuccess;
+  case cudaMemcpyDefault:
+    *src = CU_MEMORYTYPE_UNIFIED, *dst = CU_MEMORYTYPE_UNIFIED;
+    return cudaSuccess;
   default: return cudaErrorInvalidMemcpyDirection;
   }
 }
 
 /* Points one side of a driver copy at a pointer of memory type t. */
-#define SET_PTR(m, side, t, p)                                   \
-  do {                                                           \
-    (m)->side##MemoryType = (t);                                 \
-    if ((t) == CU_MEMORYTYPE_HOST)                               \
-      (m)->side##Host = (void *)(uintptr_t)(p);                  \
-    else                                                         \
-      (m)->side##Device = (CUdeviceptr)(uintptr_t)(p);           \
+#define SET_PTR(m, side, t, p)                         \
+  do {                                                 \
+    (m)->side##MemoryType = (t);                       \
+    if ((t) == CU_MEMORYTYPE_HOST)                     \
+      (m)->side##Host = (void *)(uintptr_t)(p);        \
+    else                                               \
+      (m)->side##Device = (CUdeviceptr)(uintptr_t)(p); \
   } while (0)
 
 /* ---- 2D ------------------------------------------------------------------ */
@@ -75,7 +86,8 @@ static cudaError_t copy2d(struct side2d dst, struct side2d src, size_t width, si
   if (width == 0 || height == 0) return cudaSuccess;
   /* NVIDIA's runtime checks the pitches only when there is a second row;
    * a single row wider than its pitch goes to the driver. */
-  if (height > 1 && ((dst.array == NULL && width > dst.pitch) || (src.array == NULL && width > src.pitch)))
+  if (height > 1 &&
+      ((dst.array == NULL && width > dst.pitch) || (src.array == NULL && width > src.pitch)))
     return cudaErrorInvalidPitchValue;
   cudaError_t e = cudaev__memcpy_kind_types(kind, &st, &dt);
   if (e != cudaSuccess) return e;
@@ -117,10 +129,12 @@ static inline cudaError_t need_array(const void *a) {
  * array side is device memory, so a kind that says that side is host memory
  * is a wrong direction. */
 #define KIND_BIT(k) (1u << (k))
-#define KINDS_TO_ARRAY (KIND_BIT(cudaMemcpyHostToDevice) | KIND_BIT(cudaMemcpyDeviceToDevice) | \
-                        KIND_BIT(cudaMemcpyDefault))
-#define KINDS_FROM_ARRAY (KIND_BIT(cudaMemcpyDeviceToHost) | KIND_BIT(cudaMemcpyDeviceToDevice) | \
-                          KIND_BIT(cudaMemcpyDefault))
+#define KINDS_TO_ARRAY                                                     \
+  (KIND_BIT(cudaMemcpyHostToDevice) | KIND_BIT(cudaMemcpyDeviceToDevice) | \
+   KIND_BIT(cudaMemcpyDefault))
+#define KINDS_FROM_ARRAY                                                   \
+  (KIND_BIT(cudaMemcpyDeviceToHost) | KIND_BIT(cudaMemcpyDeviceToDevice) | \
+   KIND_BIT(cudaMemcpyDefault))
 #define KINDS_ARRAY_TO_ARRAY (KIND_BIT(cudaMemcpyDeviceToDevice) | KIND_BIT(cudaMemcpyDefault))
 
 static inline bool kind_in(enum cudaMemcpyKind kind, unsigned kinds) {
@@ -130,8 +144,8 @@ static inline bool kind_in(enum cudaMemcpyKind kind, unsigned kinds) {
 /* The 2D checks NVIDIA's runtime makes before it looks at the arrays:
  * empty copy, pitch (with a second row), kind. Sets *done for an empty
  * copy. */
-static cudaError_t pre2d(size_t width, size_t height, size_t pitch, bool has_pitch, enum cudaMemcpyKind kind,
-                         unsigned kinds, bool *done) {
+static cudaError_t pre2d(size_t width, size_t height, size_t pitch, bool has_pitch,
+                         enum cudaMemcpyKind kind, unsigned kinds, bool *done) {
   *done = width == 0 || height == 0;
   if (*done) return cudaSuccess;
   if (has_pitch && height > 1 && width > pitch) return cudaErrorInvalidPitchValue;
@@ -142,7 +156,8 @@ static cudaError_t pre2d(size_t width, size_t height, size_t pitch, bool has_pit
  * nothing) does a kind past cudaMemcpyDefault when one side is a pointer:
  * NVIDIA's runtime returns cudaSuccess for it. A kind 0..4 that does not
  * fit is a wrong direction. */
-static cudaError_t pre1d(size_t count, enum cudaMemcpyKind kind, unsigned kinds, bool has_ptr, bool *done) {
+static cudaError_t pre1d(size_t count, enum cudaMemcpyKind kind, unsigned kinds, bool has_ptr,
+                         bool *done) {
   *done = count == 0 || (has_ptr && (unsigned)kind > cudaMemcpyDefault);
   if (*done) return cudaSuccess;
   return kind_in(kind, kinds) ? cudaSuccess : cudaErrorInvalidMemcpyDirection;
@@ -154,9 +169,9 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
   return copy2d(d, sr, width, height, kind, h, s);
 }
 
-static cudaError_t memcpy2d_to_array(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
-                                     size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind,
-                                     enum how h, CUstream s) {
+static cudaError_t memcpy2d_to_array(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                     const void *src, size_t spitch, size_t width, size_t height,
+                                     enum cudaMemcpyKind kind, enum how h, CUstream s) {
   bool done;
   cudaError_t e = pre2d(width, height, spitch, true, kind, KINDS_TO_ARRAY, &done);
   if (e == cudaSuccess && !done) e = need_array(dst);
@@ -165,9 +180,9 @@ static cudaError_t memcpy2d_to_array(cudaArray_t dst, size_t wOffset, size_t hOf
   return copy2d(d, sr, width, height, kind, h, s);
 }
 
-static cudaError_t memcpy2d_from_array(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
-                                       size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind,
-                                       enum how h, CUstream s) {
+static cudaError_t memcpy2d_from_array(void *dst, size_t dpitch, cudaArray_const_t src,
+                                       size_t wOffset, size_t hOffset, size_t width, size_t height,
+                                       enum cudaMemcpyKind kind, enum how h, CUstream s) {
   bool done;
   cudaError_t e = pre2d(width, height, dpitch, true, kind, KINDS_FROM_ARRAY, &done);
   if (e == cudaSuccess && !done) e = need_array(src);
@@ -177,8 +192,9 @@ static cudaError_t memcpy2d_from_array(void *dst, size_t dpitch, cudaArray_const
 }
 
 static cudaError_t memcpy2d_array_to_array(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
-                                           cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
-                                           size_t width, size_t height, enum cudaMemcpyKind kind, enum how h) {
+                                           cudaArray_const_t src, size_t wOffsetSrc,
+                                           size_t hOffsetSrc, size_t width, size_t height,
+                                           enum cudaMemcpyKind kind, enum how h) {
   bool done;
   cudaError_t e = pre2d(width, height, 0, false, kind, KINDS_ARRAY_TO_ARRAY, &done);
   if (e == cudaSuccess && !done) e = need_array(dst);
@@ -203,8 +219,8 @@ static cudaError_t row_bytes(CUarray a, size_t *out) {
  * next row at the end of one), as cudaMemcpyToArray & co. copy: split into
  * 2D copies, whole rows in one copy where every array side starts a row
  * and all rows are the same length. */
-static cudaError_t copy_linear(struct side2d dst, struct side2d src, size_t count, enum cudaMemcpyKind kind,
-                              enum how h, CUstream s) {
+static cudaError_t copy_linear(struct side2d dst, struct side2d src, size_t count,
+                               enum cudaMemcpyKind kind, enum how h, CUstream s) {
   CUmemorytype st, dt;
   cudaError_t e = cudaev__memcpy_kind_types(kind, &st, &dt);
   if (e != cudaSuccess || count == 0) return e;
@@ -215,8 +231,10 @@ static cudaError_t copy_linear(struct side2d dst, struct side2d src, size_t coun
     size_t n = count, rows = 1, row = 0;
     if (dst.array != NULL) row = drow;
     if (src.array != NULL) {
-      if (row != 0 && row != srow) row = SIZE_MAX; /* rows of different lengths */
-      else row = srow;
+      if (row != 0 && row != srow)
+        row = SIZE_MAX; /* rows of different lengths */
+      else
+        row = srow;
     }
     if (row != 0 && row != SIZE_MAX && (dst.array == NULL || dst.x == 0) &&
         (src.array == NULL || src.x == 0) && count >= row) {
@@ -234,12 +252,18 @@ static cudaError_t copy_linear(struct side2d dst, struct side2d src, size_t coun
     if (e != cudaSuccess) return e;
     size_t done = n * rows;
     count -= done;
-    if (dst.array == NULL) dst.ptr = (const char *)dst.ptr + done;
-    else if (rows > 1 || dst.x + n == drow) dst.x = 0, dst.y += rows;
-    else dst.x += n;
-    if (src.array == NULL) src.ptr = (const char *)src.ptr + done;
-    else if (rows > 1 || src.x + n == srow) src.x = 0, src.y += rows;
-    else src.x += n;
+    if (dst.array == NULL)
+      dst.ptr = (const char *)dst.ptr + done;
+    else if (rows > 1 || dst.x + n == drow)
+      dst.x = 0, dst.y += rows;
+    else
+      dst.x += n;
+    if (src.array == NULL)
+      src.ptr = (const char *)src.ptr + done;
+    else if (rows > 1 || src.x + n == srow)
+      src.x = 0, src.y += rows;
+    else
+      src.x += n;
   }
   return cudaSuccess;
 }
@@ -254,8 +278,9 @@ static cudaError_t memcpy_to_array(cudaArray_t dst, size_t wOffset, size_t hOffs
   return copy_linear(d, sr, count, kind, h, s);
 }
 
-static cudaError_t memcpy_from_array(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
-                                     size_t count, enum cudaMemcpyKind kind, enum how h, CUstream s) {
+static cudaError_t memcpy_from_array(void *dst, cudaArray_const_t src, size_t wOffset,
+                                     size_t hOffset, size_t count, enum cudaMemcpyKind kind,
+                                     enum how h, CUstream s) {
   bool done;
   cudaError_t e = pre1d(count, kind, KINDS_FROM_ARRAY, true, &done);
   if (e == cudaSuccess && !done) e = need_array(src);
@@ -265,8 +290,9 @@ static cudaError_t memcpy_from_array(void *dst, cudaArray_const_t src, size_t wO
 }
 
 static cudaError_t memcpy_array_to_array(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
-                                         cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count,
-                                         enum cudaMemcpyKind kind, enum how h) {
+                                         cudaArray_const_t src, size_t wOffsetSrc,
+                                         size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind,
+                                         enum how h) {
   bool done;
   cudaError_t e = pre1d(count, kind, KINDS_ARRAY_TO_ARRAY, false, &done);
   if (e == cudaSuccess && !done) e = need_array(dst);
@@ -293,7 +319,8 @@ cudaError_t cudaev__memcpy3d_params(const struct cudaMemcpy3DParms *p, CUDA_MEMC
   CUmemorytype st, dt;
   size_t se, de;
   if (p == NULL) return cudaErrorInvalidValue;
-  if ((p->srcArray != NULL) == (p->srcPtr.ptr != NULL) || (p->dstArray != NULL) == (p->dstPtr.ptr != NULL))
+  if ((p->srcArray != NULL) == (p->srcPtr.ptr != NULL) ||
+      (p->dstArray != NULL) == (p->dstPtr.ptr != NULL))
     return cudaErrorInvalidValue;
   cudaError_t e = cudaev__memcpy_kind_types(p->kind, &st, &dt);
   if (e != cudaSuccess) return e;
@@ -343,12 +370,13 @@ cudaError_t cudaev__memcpy3d_params(const struct cudaMemcpy3DParms *p, CUDA_MEMC
   return cudaSuccess;
 }
 
-cudaError_t cudaev__memcpy3d_peer_params(const struct cudaMemcpy3DPeerParms *p, CUDA_MEMCPY3D_PEER *m) {
+cudaError_t cudaev__memcpy3d_peer_params(const struct cudaMemcpy3DPeerParms *p,
+                                         CUDA_MEMCPY3D_PEER *m) {
   if (p == NULL) return cudaErrorInvalidValue;
   if (!cudaev__device_valid(p->srcDevice) || !cudaev__device_valid(p->dstDevice))
     return cudaErrorInvalidDevice;
-  struct cudaMemcpy3DParms q = {p->srcArray, p->srcPos, p->srcPtr, p->dstArray, p->dstPos, p->dstPtr,
-                                p->extent, cudaMemcpyDeviceToDevice};
+  struct cudaMemcpy3DParms q = {p->srcArray, p->srcPos, p->srcPtr, p->dstArray,
+                                p->dstPos,   p->dstPtr, p->extent, cudaMemcpyDeviceToDevice};
   CUDA_MEMCPY3D c;
   cudaError_t e = cudaev__memcpy3d_params(&q, &c);
   if (e != cudaSuccess) return e;
@@ -388,8 +416,8 @@ static cudaError_t memcpy3d_peer(const struct cudaMemcpy3DPeerParms *p, enum how
 
 /* ---- memset 2D/3D --------------------------------------------------------- */
 
-static cudaError_t memset2d(void *p, size_t pitch, int value, size_t width, size_t height, enum how h,
-                            CUstream s) {
+static cudaError_t memset2d(void *p, size_t pitch, int value, size_t width, size_t height,
+                            enum how h, CUstream s) {
   if (width == 0 || height == 0) return cudaSuccess;
   CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
   unsigned char v = (unsigned char)value;
@@ -399,7 +427,8 @@ static cudaError_t memset2d(void *p, size_t pitch, int value, size_t width, size
   return r == CUDA_SUCCESS ? cudaSuccess : cudaev__error_from_cu(r);
 }
 
-static cudaError_t memset3d(struct cudaPitchedPtr p, int value, struct cudaExtent ext, enum how h, CUstream s) {
+static cudaError_t memset3d(struct cudaPitchedPtr p, int value, struct cudaExtent ext, enum how h,
+                            CUstream s) {
   if (ext.width == 0 || ext.height == 0 || ext.depth == 0) return cudaSuccess;
   if (ext.depth > 1 && ext.height > p.ysize) return cudaErrorInvalidValue;
   /* Slices that follow each other without a gap are one 2D set. */
@@ -407,7 +436,8 @@ static cudaError_t memset3d(struct cudaPitchedPtr p, int value, struct cudaExten
     return memset2d(p.ptr, p.pitch, value, ext.width, ext.height * ext.depth, h, s);
   size_t slice = p.pitch * p.ysize;
   for (size_t z = 0; z < ext.depth; z++) {
-    cudaError_t e = memset2d((char *)p.ptr + z * slice, p.pitch, value, ext.width, ext.height, h, s);
+    cudaError_t e =
+        memset2d((char *)p.ptr + z * slice, p.pitch, value, ext.width, ext.height, h, s);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
@@ -442,62 +472,74 @@ CUDAEV_DECLARE_VARIANT(cudaMemset2DAsync, _ptsz);
 CUDAEV_DECLARE_VARIANT(cudaMemset3D, _ptds);
 CUDAEV_DECLARE_VARIANT(cudaMemset3DAsync, _ptsz);
 
-static cudaError_t memcpy2d_export(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                   size_t height, enum cudaMemcpyKind kind, cudaStream_t stream, bool async,
-                                   bool pt) {
+static cudaError_t memcpy2d_export(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                   size_t width, size_t height, enum cudaMemcpyKind kind,
+                                   cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   enum how h = async ? ASYNC : SYNC_HOW(pt);
-  return cudaev__ret(memcpy2d(dst, dpitch, src, spitch, width, height, kind, h, stream_of(h, stream, pt)));
+  return cudaev__ret(
+      memcpy2d(dst, dpitch, src, spitch, width, height, kind, h, stream_of(h, stream, pt)));
 }
 
-cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
-                         enum cudaMemcpyKind kind) {
+cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                         size_t height, enum cudaMemcpyKind kind) {
   return memcpy2d_export(dst, dpitch, src, spitch, width, height, kind, NULL, false, false);
 }
-cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                              size_t height, enum cudaMemcpyKind kind) {
+cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind) {
   return memcpy2d_export(dst, dpitch, src, spitch, width, height, kind, NULL, false, true);
 }
-cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                              size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind,
+                              cudaStream_t stream) {
   return memcpy2d_export(dst, dpitch, src, spitch, width, height, kind, stream, true, false);
 }
-cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                   size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                   size_t width, size_t height, enum cudaMemcpyKind kind,
+                                   cudaStream_t stream) {
   return memcpy2d_export(dst, dpitch, src, spitch, width, height, kind, stream, true, true);
 }
 
 static cudaError_t to_array_export(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
-                                   size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind,
-                                   cudaStream_t stream, bool async, bool pt) {
+                                   size_t spitch, size_t width, size_t height,
+                                   enum cudaMemcpyKind kind, cudaStream_t stream, bool async,
+                                   bool pt) {
   CUDAEV_CTX_OR_RETURN();
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memcpy2d_to_array(dst, wOffset, hOffset, src, spitch, width, height, kind, h,
                                        stream_of(h, stream, pt)));
 }
 
-cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch,
-                                size_t width, size_t height, enum cudaMemcpyKind kind) {
-  return to_array_export(dst, wOffset, hOffset, src, spitch, width, height, kind, NULL, false, false);
+cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
+                                size_t spitch, size_t width, size_t height,
+                                enum cudaMemcpyKind kind) {
+  return to_array_export(dst, wOffset, hOffset, src, spitch, width, height, kind, NULL, false,
+                         false);
 }
-cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
-                                     size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
-  return to_array_export(dst, wOffset, hOffset, src, spitch, width, height, kind, NULL, false, true);
+cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                     const void *src, size_t spitch, size_t width, size_t height,
+                                     enum cudaMemcpyKind kind) {
+  return to_array_export(dst, wOffset, hOffset, src, spitch, width, height, kind, NULL, false,
+                         true);
 }
-cudaError_t cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
-                                     size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind,
-                                     cudaStream_t stream) {
-  return to_array_export(dst, wOffset, hOffset, src, spitch, width, height, kind, stream, true, false);
+cudaError_t cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                     const void *src, size_t spitch, size_t width, size_t height,
+                                     enum cudaMemcpyKind kind, cudaStream_t stream) {
+  return to_array_export(dst, wOffset, hOffset, src, spitch, width, height, kind, stream, true,
+                         false);
 }
-cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
-                                          size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind,
+cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                          const void *src, size_t spitch, size_t width,
+                                          size_t height, enum cudaMemcpyKind kind,
                                           cudaStream_t stream) {
-  return to_array_export(dst, wOffset, hOffset, src, spitch, width, height, kind, stream, true, true);
+  return to_array_export(dst, wOffset, hOffset, src, spitch, width, height, kind, stream, true,
+                         true);
 }
 
-static cudaError_t from_array_export(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
-                                     size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind,
-                                     cudaStream_t stream, bool async, bool pt) {
+static cudaError_t from_array_export(void *dst, size_t dpitch, cudaArray_const_t src,
+                                     size_t wOffset, size_t hOffset, size_t width, size_t height,
+                                     enum cudaMemcpyKind kind, cudaStream_t stream, bool async,
+                                     bool pt) {
   CUDAEV_CTX_OR_RETURN();
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memcpy2d_from_array(dst, dpitch, src, wOffset, hOffset, width, height, kind, h,
@@ -505,53 +547,64 @@ static cudaError_t from_array_export(void *dst, size_t dpitch, cudaArray_const_t
 }
 
 cudaError_t cudaMemcpy2DFromArray(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
-                                  size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind) {
-  return from_array_export(dst, dpitch, src, wOffset, hOffset, width, height, kind, NULL, false, false);
+                                  size_t hOffset, size_t width, size_t height,
+                                  enum cudaMemcpyKind kind) {
+  return from_array_export(dst, dpitch, src, wOffset, hOffset, width, height, kind, NULL, false,
+                           false);
 }
-cudaError_t cudaMemcpy2DFromArray_ptds(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
-                                       size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind) {
-  return from_array_export(dst, dpitch, src, wOffset, hOffset, width, height, kind, NULL, false, true);
+cudaError_t cudaMemcpy2DFromArray_ptds(void *dst, size_t dpitch, cudaArray_const_t src,
+                                       size_t wOffset, size_t hOffset, size_t width, size_t height,
+                                       enum cudaMemcpyKind kind) {
+  return from_array_export(dst, dpitch, src, wOffset, hOffset, width, height, kind, NULL, false,
+                           true);
 }
-cudaError_t cudaMemcpy2DFromArrayAsync(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
-                                       size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind,
-                                       cudaStream_t stream) {
-  return from_array_export(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream, true, false);
+cudaError_t cudaMemcpy2DFromArrayAsync(void *dst, size_t dpitch, cudaArray_const_t src,
+                                       size_t wOffset, size_t hOffset, size_t width, size_t height,
+                                       enum cudaMemcpyKind kind, cudaStream_t stream) {
+  return from_array_export(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream, true,
+                           false);
 }
-cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
-                                            size_t hOffset, size_t width, size_t height,
-                                            enum cudaMemcpyKind kind, cudaStream_t stream) {
-  return from_array_export(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream, true, true);
+cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void *dst, size_t dpitch, cudaArray_const_t src,
+                                            size_t wOffset, size_t hOffset, size_t width,
+                                            size_t height, enum cudaMemcpyKind kind,
+                                            cudaStream_t stream) {
+  return from_array_export(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream, true,
+                           true);
 }
 
-static cudaError_t a2a_export(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
-                              size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height,
-                              enum cudaMemcpyKind kind, bool pt) {
+static cudaError_t a2a_export(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                              cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
+                              size_t width, size_t height, enum cudaMemcpyKind kind, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret(memcpy2d_array_to_array(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width,
-                                             height, kind, SYNC_HOW(pt)));
+  return cudaev__ret(memcpy2d_array_to_array(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc,
+                                             hOffsetSrc, width, height, kind, SYNC_HOW(pt)));
 }
 
 cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
-                                     cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width,
-                                     size_t height, enum cudaMemcpyKind kind) {
-  return a2a_export(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind, false);
+                                     cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
+                                     size_t width, size_t height, enum cudaMemcpyKind kind) {
+  return a2a_export(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind,
+                    false);
 }
 cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
-                                          cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
-                                          size_t width, size_t height, enum cudaMemcpyKind kind) {
-  return a2a_export(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind, true);
+                                          cudaArray_const_t src, size_t wOffsetSrc,
+                                          size_t hOffsetSrc, size_t width, size_t height,
+                                          enum cudaMemcpyKind kind) {
+  return a2a_export(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind,
+                    true);
 }
 
-static cudaError_t to_array1d_export(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
-                                     size_t count, enum cudaMemcpyKind kind, cudaStream_t stream, bool async,
-                                     bool pt) {
+static cudaError_t to_array1d_export(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                     const void *src, size_t count, enum cudaMemcpyKind kind,
+                                     cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   enum how h = async ? ASYNC : SYNC_HOW(pt);
-  return cudaev__ret(memcpy_to_array(dst, wOffset, hOffset, src, count, kind, h, stream_of(h, stream, pt)));
+  return cudaev__ret(
+      memcpy_to_array(dst, wOffset, hOffset, src, count, kind, h, stream_of(h, stream, pt)));
 }
 
-cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count,
-                              enum cudaMemcpyKind kind) {
+cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
+                              size_t count, enum cudaMemcpyKind kind) {
   return to_array1d_export(dst, wOffset, hOffset, src, count, kind, NULL, false, false);
 }
 cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
@@ -562,62 +615,72 @@ cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffs
                                    size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
   return to_array1d_export(dst, wOffset, hOffset, src, count, kind, stream, true, false);
 }
-cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
-                                        size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                        const void *src, size_t count, enum cudaMemcpyKind kind,
+                                        cudaStream_t stream) {
   return to_array1d_export(dst, wOffset, hOffset, src, count, kind, stream, true, true);
 }
 
-static cudaError_t from_array1d_export(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
-                                       size_t count, enum cudaMemcpyKind kind, cudaStream_t stream, bool async,
-                                       bool pt) {
+static cudaError_t from_array1d_export(void *dst, cudaArray_const_t src, size_t wOffset,
+                                       size_t hOffset, size_t count, enum cudaMemcpyKind kind,
+                                       cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   enum how h = async ? ASYNC : SYNC_HOW(pt);
-  return cudaev__ret(memcpy_from_array(dst, src, wOffset, hOffset, count, kind, h, stream_of(h, stream, pt)));
+  return cudaev__ret(
+      memcpy_from_array(dst, src, wOffset, hOffset, count, kind, h, stream_of(h, stream, pt)));
 }
 
-cudaError_t cudaMemcpyFromArray(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count,
-                                enum cudaMemcpyKind kind) {
+cudaError_t cudaMemcpyFromArray(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
+                                size_t count, enum cudaMemcpyKind kind) {
   return from_array1d_export(dst, src, wOffset, hOffset, count, kind, NULL, false, false);
 }
-cudaError_t cudaMemcpyFromArray_ptds(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
-                                     size_t count, enum cudaMemcpyKind kind) {
+cudaError_t cudaMemcpyFromArray_ptds(void *dst, cudaArray_const_t src, size_t wOffset,
+                                     size_t hOffset, size_t count, enum cudaMemcpyKind kind) {
   return from_array1d_export(dst, src, wOffset, hOffset, count, kind, NULL, false, true);
 }
-cudaError_t cudaMemcpyFromArrayAsync(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
-                                     size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+cudaError_t cudaMemcpyFromArrayAsync(void *dst, cudaArray_const_t src, size_t wOffset,
+                                     size_t hOffset, size_t count, enum cudaMemcpyKind kind,
+                                     cudaStream_t stream) {
   return from_array1d_export(dst, src, wOffset, hOffset, count, kind, stream, true, false);
 }
-cudaError_t cudaMemcpyFromArrayAsync_ptsz(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
-                                          size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+cudaError_t cudaMemcpyFromArrayAsync_ptsz(void *dst, cudaArray_const_t src, size_t wOffset,
+                                          size_t hOffset, size_t count, enum cudaMemcpyKind kind,
+                                          cudaStream_t stream) {
   return from_array1d_export(dst, src, wOffset, hOffset, count, kind, stream, true, true);
 }
 
-static cudaError_t a2a1d_export(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
-                                size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind,
-                                bool pt) {
+static cudaError_t a2a1d_export(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                                cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
+                                size_t count, enum cudaMemcpyKind kind, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret(memcpy_array_to_array(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count,
-                                           kind, SYNC_HOW(pt)));
+  return cudaev__ret(memcpy_array_to_array(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc,
+                                           count, kind, SYNC_HOW(pt)));
 }
 
-cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
-                                   size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind) {
+cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                                   cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
+                                   size_t count, enum cudaMemcpyKind kind) {
   return a2a1d_export(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, kind, false);
 }
 cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
-                                        cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count,
-                                        enum cudaMemcpyKind kind) {
+                                        cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
+                                        size_t count, enum cudaMemcpyKind kind) {
   return a2a1d_export(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, kind, true);
 }
 
-static cudaError_t memcpy3d_export(const struct cudaMemcpy3DParms *p, cudaStream_t stream, bool async, bool pt) {
+static cudaError_t memcpy3d_export(const struct cudaMemcpy3DParms *p, cudaStream_t stream,
+                                   bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memcpy3d(p, h, stream_of(h, stream, pt)));
 }
 
-cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) { return memcpy3d_export(p, NULL, false, false); }
-cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) { return memcpy3d_export(p, NULL, false, true); }
+cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) {
+  return memcpy3d_export(p, NULL, false, false);
+}
+cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) {
+  return memcpy3d_export(p, NULL, false, true);
+}
 cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
   return memcpy3d_export(p, stream, true, false);
 }
@@ -625,8 +688,8 @@ cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream
   return memcpy3d_export(p, stream, true, true);
 }
 
-static cudaError_t memcpy3d_peer_export(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream, bool async,
-                                        bool pt) {
+static cudaError_t memcpy3d_peer_export(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream,
+                                        bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memcpy3d_peer(p, h, stream_of(h, stream, pt)));
@@ -652,54 +715,66 @@ cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms *p, cu
  * is the driver's CUdevice i), so the lists pass through without a copy:
  * the batch is an enqueue path and must not allocate. */
 _Static_assert(sizeof(struct cudaMemcpyAttributes) == sizeof(CUmemcpyAttributes), "layout");
-_Static_assert(offsetof(struct cudaMemcpyAttributes, dstLocHint) == offsetof(CUmemcpyAttributes, dstLocHint),
+_Static_assert(offsetof(struct cudaMemcpyAttributes, dstLocHint) ==
+                   offsetof(CUmemcpyAttributes, dstLocHint),
                "layout");
-_Static_assert(offsetof(struct cudaMemcpyAttributes, flags) == offsetof(CUmemcpyAttributes, flags), "layout");
+_Static_assert(offsetof(struct cudaMemcpyAttributes, flags) == offsetof(CUmemcpyAttributes, flags),
+               "layout");
 _Static_assert(sizeof(struct cudaMemcpy3DBatchOp) == sizeof(CUDA_MEMCPY3D_BATCH_OP), "layout");
-_Static_assert(offsetof(struct cudaMemcpy3DBatchOp, dst) == offsetof(CUDA_MEMCPY3D_BATCH_OP, dst), "layout");
-_Static_assert(offsetof(struct cudaMemcpy3DBatchOp, extent) == offsetof(CUDA_MEMCPY3D_BATCH_OP, extent),
+_Static_assert(offsetof(struct cudaMemcpy3DBatchOp, dst) == offsetof(CUDA_MEMCPY3D_BATCH_OP, dst),
+               "layout");
+_Static_assert(offsetof(struct cudaMemcpy3DBatchOp, extent) ==
+                   offsetof(CUDA_MEMCPY3D_BATCH_OP, extent),
                "layout");
 _Static_assert(offsetof(struct cudaMemcpy3DBatchOp, srcAccessOrder) ==
-                   offsetof(CUDA_MEMCPY3D_BATCH_OP, srcAccessOrder), "layout");
-_Static_assert(offsetof(struct cudaMemcpy3DBatchOp, flags) == offsetof(CUDA_MEMCPY3D_BATCH_OP, flags), "layout");
+                   offsetof(CUDA_MEMCPY3D_BATCH_OP, srcAccessOrder),
+               "layout");
+_Static_assert(offsetof(struct cudaMemcpy3DBatchOp, flags) ==
+                   offsetof(CUDA_MEMCPY3D_BATCH_OP, flags),
+               "layout");
 _Static_assert(offsetof(struct cudaMemcpy3DOperand, op.ptr.locHint) ==
-                   offsetof(CUmemcpy3DOperand, op.ptr.locHint), "layout");
+                   offsetof(CUmemcpy3DOperand, op.ptr.locHint),
+               "layout");
 _Static_assert(offsetof(struct cudaMemcpy3DOperand, op.array.offset) ==
-                   offsetof(CUmemcpy3DOperand, op.array.offset), "layout");
+                   offsetof(CUmemcpy3DOperand, op.array.offset),
+               "layout");
 _Static_assert(sizeof(struct cudaMemcpy3DOperand) == sizeof(CUmemcpy3DOperand), "layout");
 _Static_assert((int)cudaMemcpySrcAccessOrderAny == (int)CU_MEMCPY_SRC_ACCESS_ORDER_ANY, "enum");
 _Static_assert((int)cudaMemcpyOperandTypeArray == (int)CU_MEMCPY_OPERAND_TYPE_ARRAY, "enum");
-_Static_assert((int)cudaMemLocationTypeHostNumaCurrent == (int)CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, "enum");
+_Static_assert((int)cudaMemLocationTypeHostNumaCurrent ==
+                   (int)CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+               "enum");
 
-static cudaError_t batch_export(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
-                                struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
-                                cudaStream_t stream, bool pt) {
+static cudaError_t batch_export(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
+                                size_t numAttrs, cudaStream_t stream, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   return cudaev__ret_cu(cudaev__drv.cuMemcpyBatchAsync(
-      (CUdeviceptr *)(uintptr_t)dsts, (CUdeviceptr *)(uintptr_t)srcs, (size_t *)(uintptr_t)sizes, count,
-      (CUmemcpyAttributes *)attrs, attrsIdxs, numAttrs, cudaev__stream(stream, pt)));
+      (CUdeviceptr *)(uintptr_t)dsts, (CUdeviceptr *)(uintptr_t)srcs, (size_t *)(uintptr_t)sizes,
+      count, (CUmemcpyAttributes *)attrs, attrsIdxs, numAttrs, cudaev__stream(stream, pt)));
 }
 
-cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
-                                 struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
-                                 cudaStream_t stream) {
+cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                 size_t count, struct cudaMemcpyAttributes *attrs,
+                                 size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream) {
   return batch_export(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream, false);
 }
-cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs, const size_t *sizes,
-                                      size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
+cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs,
+                                      const size_t *sizes, size_t count,
+                                      struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
                                       size_t numAttrs, cudaStream_t stream) {
   return batch_export(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream, true);
 }
 
-static cudaError_t batch3d_export(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags,
-                                  cudaStream_t stream, bool pt) {
+static cudaError_t batch3d_export(size_t numOps, struct cudaMemcpy3DBatchOp *opList,
+                                  unsigned long long flags, cudaStream_t stream, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuMemcpy3DBatchAsync(numOps, (CUDA_MEMCPY3D_BATCH_OP *)opList, flags,
-                                                         cudaev__stream(stream, pt)));
+  return cudaev__ret_cu(cudaev__drv.cuMemcpy3DBatchAsync(numOps, (CUDA_MEMCPY3D_BATCH_OP *)opList,
+                                                         flags, cudaev__stream(stream, pt)));
 }
 
-cudaError_t cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags,
-                                   cudaStream_t stream) {
+cudaError_t cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList,
+                                   unsigned long long flags, cudaStream_t stream) {
   return batch3d_export(numOps, opList, flags, stream, false);
 }
 cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchOp *opList,
@@ -709,8 +784,8 @@ cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchO
 
 /* ---- memset exports ----------------------------------------------------------- */
 
-static cudaError_t memset2d_export(void *devPtr, size_t pitch, int value, size_t width, size_t height,
-                                   cudaStream_t stream, bool async, bool pt) {
+static cudaError_t memset2d_export(void *devPtr, size_t pitch, int value, size_t width,
+                                   size_t height, cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memset2d(devPtr, pitch, value, width, height, h, stream_of(h, stream, pt)));
@@ -726,8 +801,8 @@ cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t widt
                               cudaStream_t stream) {
   return memset2d_export(devPtr, pitch, value, width, height, stream, true, false);
 }
-cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width, size_t height,
-                                   cudaStream_t stream) {
+cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width,
+                                   size_t height, cudaStream_t stream) {
   return memset2d_export(devPtr, pitch, value, width, height, stream, true, true);
 }
 
@@ -741,14 +816,15 @@ static cudaError_t memset3d_export(struct cudaPitchedPtr p, int value, struct cu
 cudaError_t cudaMemset3D(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent) {
   return memset3d_export(pitchedDevPtr, value, extent, NULL, false, false);
 }
-cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent) {
+cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr pitchedDevPtr, int value,
+                              struct cudaExtent extent) {
   return memset3d_export(pitchedDevPtr, value, extent, NULL, false, true);
 }
-cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent,
-                              cudaStream_t stream) {
+cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int value,
+                              struct cudaExtent extent, cudaStream_t stream) {
   return memset3d_export(pitchedDevPtr, value, extent, stream, true, false);
 }
-cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent,
-                                   cudaStream_t stream) {
+cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr pitchedDevPtr, int value,
+                                   struct cudaExtent extent, cudaStream_t stream) {
   return memset3d_export(pitchedDevPtr, value, extent, stream, true, true);
 }

@@ -42,7 +42,8 @@ cudaError_t cudaFree(void *devPtr) {
 
 cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
-  if (pHost == NULL || (flags & ~(unsigned)HOST_ALLOC_FLAGS)) return cudaev__ret(cudaErrorInvalidValue);
+  if (pHost == NULL || (flags & ~(unsigned)HOST_ALLOC_FLAGS))
+    return cudaev__ret(cudaErrorInvalidValue);
   if (size == 0) {
     *pHost = NULL;
     return cudaSuccess;
@@ -60,7 +61,7 @@ cudaError_t cudaFreeHost(void *ptr) {
   return cudaev__ret_cu(cudaev__drv.cuMemFreeHost(ptr));
 }
 
-#define HOST_REGISTER_FLAGS                                                        \
+#define HOST_REGISTER_FLAGS                                                       \
   (cudaHostRegisterPortable | cudaHostRegisterMapped | cudaHostRegisterIoMemory | \
    cudaHostRegisterReadOnly)
 
@@ -131,13 +132,16 @@ static cudaError_t memcpy_sync(void *dst, const void *src, size_t count, enum cu
   CUresult r;
   switch (kind) {
   case cudaMemcpyHostToDevice:
-    r = per_thread ? cudaev__drv.cuMemcpyHtoD_ptds(d, src, count) : cudaev__drv.cuMemcpyHtoD(d, src, count);
+    r = per_thread ? cudaev__drv.cuMemcpyHtoD_ptds(d, src, count)
+                   : cudaev__drv.cuMemcpyHtoD(d, src, count);
     break;
   case cudaMemcpyDeviceToHost:
-    r = per_thread ? cudaev__drv.cuMemcpyDtoH_ptds(dst, s, count) : cudaev__drv.cuMemcpyDtoH(dst, s, count);
+    r = per_thread ? cudaev__drv.cuMemcpyDtoH_ptds(dst, s, count)
+                   : cudaev__drv.cuMemcpyDtoH(dst, s, count);
     break;
   case cudaMemcpyDeviceToDevice:
-    r = per_thread ? cudaev__drv.cuMemcpyDtoD_ptds(d, s, count) : cudaev__drv.cuMemcpyDtoD(d, s, count);
+    r = per_thread ? cudaev__drv.cuMemcpyDtoD_ptds(d, s, count)
+                   : cudaev__drv.cuMemcpyDtoD(d, s, count);
     break;
   default: /* cudaMemcpyHostToHost, cudaMemcpyDefault */
     r = per_thread ? cudaev__drv.cuMemcpy_ptds(d, s, count) : cudaev__drv.cuMemcpy(d, s, count);
@@ -195,15 +199,16 @@ cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
 
 cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuMemsetD8_ptds((CUdeviceptr)devPtr, (unsigned char)value, count));
+  return cudaev__ret_cu(
+      cudaev__drv.cuMemsetD8_ptds((CUdeviceptr)devPtr, (unsigned char)value, count));
 }
 
 static inline cudaError_t memset_async(void *devPtr, int value, size_t count, cudaStream_t stream,
                                        bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
   CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
-  return cudaev__ret_cu(cudaev__drv.cuMemsetD8Async((CUdeviceptr)devPtr, (unsigned char)value, count,
-                                                    cudaev__stream(stream, per_thread)));
+  return cudaev__ret_cu(cudaev__drv.cuMemsetD8Async((CUdeviceptr)devPtr, (unsigned char)value,
+                                                    count, cudaev__stream(stream, per_thread)));
 }
 
 cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {
@@ -289,9 +294,9 @@ static cudaError_t prefetch_batch(void **dptrs, size_t *sizes, size_t count,
   CUDAEV_CTX_OR_RETURN();
   CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
   CUstream st = cudaev__stream(stream, per_thread);
-  CUresult r = discard ? cudaev__drv.cuMemDiscardAndPrefetchBatchAsync(
-                             (CUdeviceptr *)dptrs, sizes, count, (CUmemLocation *)locs, locIdxs,
-                             numLocs, flags, st)
+  CUresult r = discard ? cudaev__drv.cuMemDiscardAndPrefetchBatchAsync((CUdeviceptr *)dptrs, sizes,
+                                                                       count, (CUmemLocation *)locs,
+                                                                       locIdxs, numLocs, flags, st)
                        : cudaev__drv.cuMemPrefetchBatchAsync((CUdeviceptr *)dptrs, sizes, count,
                                                              (CUmemLocation *)locs, locIdxs,
                                                              numLocs, flags, st);
@@ -372,8 +377,7 @@ cudaError_t cudaMemRangeGetAttributes(void **data, size_t *dataSizes,
                                       enum cudaMemRangeAttribute *attributes, size_t numAttributes,
                                       const void *devPtr, size_t count) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuMemRangeGetAttributes(data, dataSizes,
-                                                            (CUmem_range_attribute *)attributes,
-                                                            numAttributes, (CUdeviceptr)devPtr,
-                                                            count));
+  return cudaev__ret_cu(
+      cudaev__drv.cuMemRangeGetAttributes(data, dataSizes, (CUmem_range_attribute *)attributes,
+                                          numAttributes, (CUdeviceptr)devPtr, count));
 }

@@ -18,16 +18,16 @@
 /* A stream destroyed through this runtime is refused with
  * cudaErrorInvalidResourceHandle before it reaches the driver, which would
  * crash on it (stream.h; NVIDIA's runtime crashes). One atomic load. */
-#define CUDAEV_MEM_STREAM_LIVE_OR_RETURN(s)                                        \
-  do {                                                                             \
-    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(s))))                   \
-      return cudaev__ret(cudaErrorInvalidResourceHandle);                          \
+#define CUDAEV_MEM_STREAM_LIVE_OR_RETURN(s)                      \
+  do {                                                           \
+    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(s)))) \
+      return cudaev__ret(cudaErrorInvalidResourceHandle);        \
   } while (0)
 
-#define CUDAEV__SAME_LAYOUT(rt, drv, m)                                 \
-  _Static_assert(offsetof(rt, m) == offsetof(drv, m) &&                 \
-                     sizeof(((rt *)0)->m) == sizeof(((drv *)0)->m),     \
-                 #rt "." #m " is laid out as " #drv "." #m)
+#define CUDAEV__SAME_LAYOUT(rt, drv, m)                                                     \
+  _Static_assert(                                                                           \
+      offsetof(rt, m) == offsetof(drv, m) && sizeof(((rt *)0)->m) == sizeof(((drv *)0)->m), \
+      #rt "." #m " is laid out as " #drv "." #m)
 
 _Static_assert(sizeof(struct cudaMemLocation) == sizeof(CUmemLocation), "cudaMemLocation");
 CUDAEV__SAME_LAYOUT(struct cudaMemLocation, CUmemLocation, type);
@@ -52,7 +52,8 @@ _Static_assert((int)cudaMemLocationTypeInvalid == CU_MEM_LOCATION_TYPE_INVALID &
                    (int)cudaMemLocationTypeDevice == CU_MEM_LOCATION_TYPE_DEVICE &&
                    (int)cudaMemLocationTypeHost == CU_MEM_LOCATION_TYPE_HOST &&
                    (int)cudaMemLocationTypeHostNuma == CU_MEM_LOCATION_TYPE_HOST_NUMA &&
-                   (int)cudaMemLocationTypeHostNumaCurrent == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+                   (int)cudaMemLocationTypeHostNumaCurrent ==
+                       CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
                "cudaMemLocationType = CUmemLocationType");
 _Static_assert((int)cudaMemAccessFlagsProtNone == CU_MEM_ACCESS_FLAGS_PROT_NONE &&
                    (int)cudaMemAccessFlagsProtRead == CU_MEM_ACCESS_FLAGS_PROT_READ &&
@@ -63,14 +64,18 @@ _Static_assert((int)cudaMemAllocationTypeInvalid == CU_MEM_ALLOCATION_TYPE_INVAL
                    (int)cudaMemAllocationTypeManaged == CU_MEM_ALLOCATION_TYPE_MANAGED,
                "cudaMemAllocationType = CUmemAllocationType");
 _Static_assert((int)cudaMemHandleTypeNone == CU_MEM_HANDLE_TYPE_NONE &&
-                   (int)cudaMemHandleTypePosixFileDescriptor == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR &&
+                   (int)cudaMemHandleTypePosixFileDescriptor ==
+                       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR &&
                    (int)cudaMemHandleTypeWin32 == CU_MEM_HANDLE_TYPE_WIN32 &&
                    (int)cudaMemHandleTypeWin32Kmt == CU_MEM_HANDLE_TYPE_WIN32_KMT &&
                    (int)cudaMemHandleTypeFabric == CU_MEM_HANDLE_TYPE_FABRIC,
                "cudaMemAllocationHandleType = CUmemAllocationHandleType");
-_Static_assert((int)cudaMemPoolReuseFollowEventDependencies == CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES &&
-                   (int)cudaMemPoolReuseAllowOpportunistic == CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC &&
-                   (int)cudaMemPoolReuseAllowInternalDependencies == CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES &&
+_Static_assert((int)cudaMemPoolReuseFollowEventDependencies ==
+                       CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES &&
+                   (int)cudaMemPoolReuseAllowOpportunistic ==
+                       CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC &&
+                   (int)cudaMemPoolReuseAllowInternalDependencies ==
+                       CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES &&
                    (int)cudaMemPoolAttrReleaseThreshold == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD &&
                    (int)cudaMemPoolAttrReservedMemCurrent == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT &&
                    (int)cudaMemPoolAttrReservedMemHigh == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH &&
@@ -80,18 +85,25 @@ _Static_assert((int)cudaMemPoolReuseFollowEventDependencies == CU_MEMPOOL_ATTR_R
 _Static_assert((int)cudaMemAdviseSetReadMostly == CU_MEM_ADVISE_SET_READ_MOSTLY &&
                    (int)cudaMemAdviseUnsetReadMostly == CU_MEM_ADVISE_UNSET_READ_MOSTLY &&
                    (int)cudaMemAdviseSetPreferredLocation == CU_MEM_ADVISE_SET_PREFERRED_LOCATION &&
-                   (int)cudaMemAdviseUnsetPreferredLocation == CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION &&
+                   (int)cudaMemAdviseUnsetPreferredLocation ==
+                       CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION &&
                    (int)cudaMemAdviseSetAccessedBy == CU_MEM_ADVISE_SET_ACCESSED_BY &&
                    (int)cudaMemAdviseUnsetAccessedBy == CU_MEM_ADVISE_UNSET_ACCESSED_BY,
                "cudaMemoryAdvise = CUmem_advise");
 _Static_assert((int)cudaMemRangeAttributeReadMostly == CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY &&
-                   (int)cudaMemRangeAttributePreferredLocation == CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION &&
+                   (int)cudaMemRangeAttributePreferredLocation ==
+                       CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION &&
                    (int)cudaMemRangeAttributeAccessedBy == CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY &&
-                   (int)cudaMemRangeAttributeLastPrefetchLocation == CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION &&
-                   (int)cudaMemRangeAttributePreferredLocationType == CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE &&
-                   (int)cudaMemRangeAttributePreferredLocationId == CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID &&
-                   (int)cudaMemRangeAttributeLastPrefetchLocationType == CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE &&
-                   (int)cudaMemRangeAttributeLastPrefetchLocationId == CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID,
+                   (int)cudaMemRangeAttributeLastPrefetchLocation ==
+                       CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION &&
+                   (int)cudaMemRangeAttributePreferredLocationType ==
+                       CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE &&
+                   (int)cudaMemRangeAttributePreferredLocationId ==
+                       CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID &&
+                   (int)cudaMemRangeAttributeLastPrefetchLocationType ==
+                       CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE &&
+                   (int)cudaMemRangeAttributeLastPrefetchLocationId ==
+                       CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID,
                "cudaMemRangeAttribute = CUmem_range_attribute");
 _Static_assert(cudaHostAllocPortable == CU_MEMHOSTALLOC_PORTABLE &&
                    cudaHostAllocMapped == CU_MEMHOSTALLOC_DEVICEMAP &&
@@ -102,7 +114,8 @@ _Static_assert(cudaHostRegisterPortable == CU_MEMHOSTREGISTER_PORTABLE &&
                    cudaHostRegisterIoMemory == CU_MEMHOSTREGISTER_IOMEMORY &&
                    cudaHostRegisterReadOnly == CU_MEMHOSTREGISTER_READ_ONLY,
                "cudaHostRegister flags = CU_MEMHOSTREGISTER_*");
-_Static_assert(cudaMemAttachGlobal == CU_MEM_ATTACH_GLOBAL && cudaMemAttachHost == CU_MEM_ATTACH_HOST,
+_Static_assert(cudaMemAttachGlobal == CU_MEM_ATTACH_GLOBAL &&
+                   cudaMemAttachHost == CU_MEM_ATTACH_HOST,
                "cudaMemAttach* = CU_MEM_ATTACH_*");
 
 /* A location passed by value, as the driver takes it. The device ordinal

@@ -199,8 +199,8 @@ cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t *memPool, struct cudaMemLocat
   CUmemLocation l;
   cudaError_t e = with_location(location, &l);
   if (e != cudaSuccess) return cudaev__ret(e);
-  CUresult r = cudaev__drv.cuMemGetDefaultMemPool((CUmemoryPool *)memPool, &l,
-                                                  (CUmemAllocationType)type);
+  CUresult r =
+      cudaev__drv.cuMemGetDefaultMemPool((CUmemoryPool *)memPool, &l, (CUmemAllocationType)type);
   if (r == CUDA_SUCCESS) location_back(location, &l);
   return cudaev__ret_cu(r);
 }

@@ -12,8 +12,8 @@ cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevi
   if (canAccessPeer == NULL) return cudaev__ret(cudaErrorInvalidValue);
   if (!cudaev__device_valid(device) || !cudaev__device_valid(peerDevice))
     return cudaev__ret(cudaErrorInvalidDevice);
-  return cudaev__ret_cu(cudaev__drv.cuDeviceCanAccessPeer(canAccessPeer, cudaev__rt.devices[device].dev,
-                                                          cudaev__rt.devices[peerDevice].dev));
+  return cudaev__ret_cu(cudaev__drv.cuDeviceCanAccessPeer(
+      canAccessPeer, cudaev__rt.devices[device].dev, cudaev__rt.devices[peerDevice].dev));
 }
 
 static cudaError_t peer_context(int peerDevice, CUcontext *out) {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FATBINC_MAGIC 0x466243B1
+#define FATBINC_MAGIC       0x466243B1
 #define CUDAEV_FATBIN_MAGIC 0x6661746263756576ull /* "vecubtaf" */
 
 /* nvcc's fat binary wrapper (fatbinary_section.h). */
@@ -366,14 +366,13 @@ void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *de
                             dim3 *bDim, dim3 *gDim, int *wSize);
 void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
                        const char *deviceName, int ext, size_t size, int constant, int global);
-void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress,
-                              char *deviceAddress, const char *deviceName, int ext, size_t size,
-                              int constant, int global);
+void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress,
+                              const char *deviceName, int ext, size_t size, int constant,
+                              int global);
 void __cudaRegisterHostVar(void **fatCubinHandle, const char *deviceName, char *hostVar,
                            size_t size);
 void __cudaRegisterUnifiedTable(void **fatCubinHandle, void *functionTable,
-                                size_t functionWindowSize, void *dataTable,
-                                size_t dataWindowSize);
+                                size_t functionWindowSize, void *dataTable, size_t dataWindowSize);
 char __cudaInitModule(void **fatCubinHandle);
 void *__cudaGetProcAddress(void);
 unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
@@ -438,9 +437,9 @@ CUDAEV_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle) {
 }
 
 CUDAEV_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun,
-                                          char *deviceFun, const char *deviceName,
-                                          int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim,
-                                          dim3 *gDim, int *wSize) {
+                                          char *deviceFun, const char *deviceName, int thread_limit,
+                                          uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim,
+                                          int *wSize) {
   struct cudaev_fatbin *fb = (struct cudaev_fatbin *)fatCubinHandle;
   const char *name = deviceName != NULL ? deviceName : deviceFun;
   if (!fatbin_valid(fb) || hostFun == NULL || name == NULL) return;
@@ -470,8 +469,8 @@ CUDAEV_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hos
   pthread_mutex_unlock(&reg_lock);
 }
 
-static void register_var(struct cudaev_fatbin *fb, const void *host, const char *name,
-                         size_t size, enum var_kind kind, void **shadow) {
+static void register_var(struct cudaev_fatbin *fb, const void *host, const char *name, size_t size,
+                         enum var_kind kind, void **shadow) {
   if (!fatbin_valid(fb) || host == NULL || name == NULL) return;
   struct cudaev_var *v = calloc(1, sizeof *v);
   if (v == NULL) return;
@@ -507,8 +506,7 @@ CUDAEV_EXPORT void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVa
 
 CUDAEV_EXPORT void __cudaRegisterHostVar(void **fatCubinHandle, const char *deviceName,
                                          char *hostVar, size_t size) {
-  register_var((struct cudaev_fatbin *)fatCubinHandle, hostVar, deviceName, size, VAR_HOST,
-               NULL);
+  register_var((struct cudaev_fatbin *)fatCubinHandle, hostVar, deviceName, size, VAR_HOST, NULL);
 }
 
 /* The host universal function and data table (unified function pointers):

@@ -23,24 +23,39 @@
 _Static_assert(sizeof(cudaLaunchAttributeValue) == sizeof(CUlaunchAttributeValue), "attr size");
 _Static_assert(sizeof(struct cudaAccessPolicyWindow) == sizeof(CUaccessPolicyWindow), "apw size");
 _Static_assert(offsetof(struct cudaAccessPolicyWindow, hitRatio) ==
-                   offsetof(CUaccessPolicyWindow, hitRatio), "apw hitRatio");
+                   offsetof(CUaccessPolicyWindow, hitRatio),
+               "apw hitRatio");
 _Static_assert(offsetof(struct cudaAccessPolicyWindow, missProp) ==
-                   offsetof(CUaccessPolicyWindow, missProp), "apw missProp");
+                   offsetof(CUaccessPolicyWindow, missProp),
+               "apw missProp");
 _Static_assert(offsetof(cudaLaunchAttributeValue, memSyncDomainMap) ==
-                   offsetof(CUlaunchAttributeValue, memSyncDomainMap), "mem sync map");
-_Static_assert((int)cudaLaunchAttributeAccessPolicyWindow == (int)CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, "id");
-_Static_assert((int)cudaLaunchAttributeSynchronizationPolicy == (int)CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, "id");
+                   offsetof(CUlaunchAttributeValue, memSyncDomainMap),
+               "mem sync map");
+_Static_assert((int)cudaLaunchAttributeAccessPolicyWindow ==
+                   (int)CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
+               "id");
+_Static_assert((int)cudaLaunchAttributeSynchronizationPolicy ==
+                   (int)CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+               "id");
 _Static_assert((int)cudaLaunchAttributePriority == (int)CU_LAUNCH_ATTRIBUTE_PRIORITY, "id");
-_Static_assert((int)cudaLaunchAttributeMemSyncDomainMap == (int)CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, "id");
-_Static_assert((int)cudaLaunchAttributeMemSyncDomain == (int)CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, "id");
+_Static_assert((int)cudaLaunchAttributeMemSyncDomainMap ==
+                   (int)CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+               "id");
+_Static_assert((int)cudaLaunchAttributeMemSyncDomain == (int)CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
+               "id");
 _Static_assert((int)cudaLaunchAttributeNvlinkUtilCentricScheduling ==
-                   (int)CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING, "id");
+                   (int)CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING,
+               "id");
 _Static_assert((int)cudaSyncPolicyBlockingSync == (int)CU_SYNC_POLICY_BLOCKING_SYNC, "sync policy");
-_Static_assert((int)cudaAccessPropertyPersisting == (int)CU_ACCESS_PROPERTY_PERSISTING, "access prop");
+_Static_assert((int)cudaAccessPropertyPersisting == (int)CU_ACCESS_PROPERTY_PERSISTING,
+               "access prop");
 _Static_assert(sizeof(cudaGraphEdgeData) == sizeof(CUgraphEdgeData), "edge data");
-_Static_assert((int)cudaStreamCaptureStatusInvalidated == (int)CU_STREAM_CAPTURE_STATUS_INVALIDATED, "capture status");
-_Static_assert((int)cudaStreamCaptureModeRelaxed == (int)CU_STREAM_CAPTURE_MODE_RELAXED, "capture mode");
-_Static_assert((int)cudaStreamSetCaptureDependencies == (int)CU_STREAM_SET_CAPTURE_DEPENDENCIES, "capture deps");
+_Static_assert((int)cudaStreamCaptureStatusInvalidated == (int)CU_STREAM_CAPTURE_STATUS_INVALIDATED,
+               "capture status");
+_Static_assert((int)cudaStreamCaptureModeRelaxed == (int)CU_STREAM_CAPTURE_MODE_RELAXED,
+               "capture mode");
+_Static_assert((int)cudaStreamSetCaptureDependencies == (int)CU_STREAM_SET_CAPTURE_DEPENDENCIES,
+               "capture deps");
 _Static_assert((int)cudaStreamNonBlocking == (int)CU_STREAM_NON_BLOCKING, "stream flags");
 _Static_assert((int)cudaMemAttachSingle == (int)CU_MEM_ATTACH_SINGLE, "attach flags");
 
@@ -79,10 +94,10 @@ void cudaev__handle_revive(const void *h) {
 }
 
 /* A destroyed stream is refused before it reaches the driver (stream.h). */
-#define STREAM_LIVE_OR_RETURN(s)                                                   \
-  do {                                                                             \
-    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(s))))                   \
-      return cudaev__ret(cudaErrorInvalidResourceHandle);                          \
+#define STREAM_LIVE_OR_RETURN(s)                                 \
+  do {                                                           \
+    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(s)))) \
+      return cudaev__ret(cudaErrorInvalidResourceHandle);        \
   } while (0)
 
 /* ---- creation, destruction ---------------------------------------------- */
@@ -414,7 +429,8 @@ static cudaError_t is_capturing_impl(cudaStream_t s, enum cudaStreamCaptureStatu
       cudaev__drv.cuStreamIsCapturing(cudaev__stream(s, pt), (CUstreamCaptureStatus *)st));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamIsCapturing, _ptsz);
-cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+                                  enum cudaStreamCaptureStatus *pCaptureStatus) {
   return is_capturing_impl(stream, pCaptureStatus, false);
 }
 cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream,

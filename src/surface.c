@@ -4,7 +4,8 @@
 
 #include "array.h"
 
-cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t *pSurfObject, const struct cudaResourceDesc *pResDesc) {
+cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t *pSurfObject,
+                                    const struct cudaResourceDesc *pResDesc) {
   CUDAEV_CTX_OR_RETURN();
   if (pSurfObject == NULL || pResDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_RESOURCE_DESC rd;
@@ -22,7 +23,8 @@ cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject) {
   return cudaev__ret_cu(cudaev__drv.cuSurfObjectDestroy((CUsurfObject)surfObject));
 }
 
-cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc *pResDesc, cudaSurfaceObject_t surfObject) {
+cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc *pResDesc,
+                                             cudaSurfaceObject_t surfObject) {
   /* NVIDIA's runtime answers a NULL output with cudaErrorInvalidDevice,
    * before it initialises. */
   if (pResDesc == NULL) return cudaev__ret(cudaErrorInvalidDevice);

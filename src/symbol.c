@@ -34,8 +34,7 @@ cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol) {
 }
 
 /* The symbol's address plus offset, once the range is checked. */
-static cudaError_t symbol_range(const void *symbol, size_t count, size_t offset,
-                                CUdeviceptr *out) {
+static cudaError_t symbol_range(const void *symbol, size_t count, size_t offset, CUdeviceptr *out) {
   CUdeviceptr p;
   size_t n;
   cudaError_t e = cudaev__symbol_lookup(symbol, &p, &n);
@@ -54,24 +53,34 @@ static cudaError_t to_symbol(const void *symbol, const void *src, size_t count, 
   CUdeviceptr dst;
   cudaError_t e = symbol_range(symbol, count, offset, &dst);
   if (e != cudaSuccess) return cudaev__ret(e);
-  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
   if (count == 0) return cudaSuccess;
   CUdeviceptr s = (CUdeviceptr)(uintptr_t)src;
   CUresult r;
   if (async) {
     CUstream st = cudaev__stream(stream, per_thread);
-    if (kind == cudaMemcpyHostToDevice) r = cudaev__drv.cuMemcpyHtoDAsync(dst, src, count, st);
-    else if (kind == cudaMemcpyDeviceToDevice) r = cudaev__drv.cuMemcpyDtoDAsync(dst, s, count, st);
-    else r = cudaev__drv.cuMemcpyAsync(dst, s, count, st);
+    if (kind == cudaMemcpyHostToDevice)
+      r = cudaev__drv.cuMemcpyHtoDAsync(dst, src, count, st);
+    else if (kind == cudaMemcpyDeviceToDevice)
+      r = cudaev__drv.cuMemcpyDtoDAsync(dst, s, count, st);
+    else
+      r = cudaev__drv.cuMemcpyAsync(dst, s, count, st);
   } else if (per_thread) {
-    if (kind == cudaMemcpyHostToDevice) r = cudaev__drv.cuMemcpyHtoD_ptds(dst, src, count);
-    else if (kind == cudaMemcpyDeviceToDevice) r = cudaev__drv.cuMemcpyDtoD_ptds(dst, s, count);
-    else r = cudaev__drv.cuMemcpy_ptds(dst, s, count);
+    if (kind == cudaMemcpyHostToDevice)
+      r = cudaev__drv.cuMemcpyHtoD_ptds(dst, src, count);
+    else if (kind == cudaMemcpyDeviceToDevice)
+      r = cudaev__drv.cuMemcpyDtoD_ptds(dst, s, count);
+    else
+      r = cudaev__drv.cuMemcpy_ptds(dst, s, count);
   } else {
-    if (kind == cudaMemcpyHostToDevice) r = cudaev__drv.cuMemcpyHtoD(dst, src, count);
-    else if (kind == cudaMemcpyDeviceToDevice) r = cudaev__drv.cuMemcpyDtoD(dst, s, count);
-    else r = cudaev__drv.cuMemcpy(dst, s, count);
+    if (kind == cudaMemcpyHostToDevice)
+      r = cudaev__drv.cuMemcpyHtoD(dst, src, count);
+    else if (kind == cudaMemcpyDeviceToDevice)
+      r = cudaev__drv.cuMemcpyDtoD(dst, s, count);
+    else
+      r = cudaev__drv.cuMemcpy(dst, s, count);
   }
   return cudaev__ret_cu(r);
 }
@@ -83,24 +92,34 @@ static cudaError_t from_symbol(void *dst, const void *symbol, size_t count, size
   CUdeviceptr src;
   cudaError_t e = symbol_range(symbol, count, offset, &src);
   if (e != cudaSuccess) return cudaev__ret(e);
-  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
   if (count == 0) return cudaSuccess;
   CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst;
   CUresult r;
   if (async) {
     CUstream st = cudaev__stream(stream, per_thread);
-    if (kind == cudaMemcpyDeviceToHost) r = cudaev__drv.cuMemcpyDtoHAsync(dst, src, count, st);
-    else if (kind == cudaMemcpyDeviceToDevice) r = cudaev__drv.cuMemcpyDtoDAsync(d, src, count, st);
-    else r = cudaev__drv.cuMemcpyAsync(d, src, count, st);
+    if (kind == cudaMemcpyDeviceToHost)
+      r = cudaev__drv.cuMemcpyDtoHAsync(dst, src, count, st);
+    else if (kind == cudaMemcpyDeviceToDevice)
+      r = cudaev__drv.cuMemcpyDtoDAsync(d, src, count, st);
+    else
+      r = cudaev__drv.cuMemcpyAsync(d, src, count, st);
   } else if (per_thread) {
-    if (kind == cudaMemcpyDeviceToHost) r = cudaev__drv.cuMemcpyDtoH_ptds(dst, src, count);
-    else if (kind == cudaMemcpyDeviceToDevice) r = cudaev__drv.cuMemcpyDtoD_ptds(d, src, count);
-    else r = cudaev__drv.cuMemcpy_ptds(d, src, count);
+    if (kind == cudaMemcpyDeviceToHost)
+      r = cudaev__drv.cuMemcpyDtoH_ptds(dst, src, count);
+    else if (kind == cudaMemcpyDeviceToDevice)
+      r = cudaev__drv.cuMemcpyDtoD_ptds(d, src, count);
+    else
+      r = cudaev__drv.cuMemcpy_ptds(d, src, count);
   } else {
-    if (kind == cudaMemcpyDeviceToHost) r = cudaev__drv.cuMemcpyDtoH(dst, src, count);
-    else if (kind == cudaMemcpyDeviceToDevice) r = cudaev__drv.cuMemcpyDtoD(d, src, count);
-    else r = cudaev__drv.cuMemcpy(d, src, count);
+    if (kind == cudaMemcpyDeviceToHost)
+      r = cudaev__drv.cuMemcpyDtoH(dst, src, count);
+    else if (kind == cudaMemcpyDeviceToDevice)
+      r = cudaev__drv.cuMemcpyDtoD(d, src, count);
+    else
+      r = cudaev__drv.cuMemcpy(d, src, count);
   }
   return cudaev__ret_cu(r);
 }

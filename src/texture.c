@@ -10,7 +10,7 @@
 #include <string.h>
 
 struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
-                                             enum cudaChannelFormatKind f) {
+                                                   enum cudaChannelFormatKind f) {
   struct cudaChannelFormatDesc d = {x, y, z, w, f};
   return d;
 }
@@ -19,7 +19,9 @@ struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
 _Static_assert((int)cudaAddressModeBorder == (int)CU_TR_ADDRESS_MODE_BORDER, "enum");
 _Static_assert((int)cudaAddressModeMirror == (int)CU_TR_ADDRESS_MODE_MIRROR, "enum");
 _Static_assert((int)cudaFilterModeLinear == (int)CU_TR_FILTER_MODE_LINEAR, "enum");
-_Static_assert((int)cudaResViewFormatUnsignedBlockCompressed7 == (int)CU_RES_VIEW_FORMAT_UNSIGNED_BC7, "enum");
+_Static_assert((int)cudaResViewFormatUnsignedBlockCompressed7 ==
+                   (int)CU_RES_VIEW_FORMAT_UNSIGNED_BC7,
+               "enum");
 _Static_assert((int)cudaResViewFormatFloat4 == (int)CU_RES_VIEW_FORMAT_FLOAT_4X32, "enum");
 _Static_assert(sizeof(struct cudaResourceViewDesc) == sizeof(CUDA_RESOURCE_VIEW_DESC), "layout");
 
@@ -52,7 +54,8 @@ static void texdesc_from_cu(const CUDA_TEXTURE_DESC *in, struct cudaTextureDesc 
   memset(out, 0, sizeof *out);
   for (int i = 0; i < 3; i++) out->addressMode[i] = (enum cudaTextureAddressMode)in->addressMode[i];
   out->filterMode = (enum cudaTextureFilterMode)in->filterMode;
-  out->readMode = (in->flags & CU_TRSF_READ_AS_INTEGER) ? cudaReadModeElementType : cudaReadModeNormalizedFloat;
+  out->readMode =
+      (in->flags & CU_TRSF_READ_AS_INTEGER) ? cudaReadModeElementType : cudaReadModeNormalizedFloat;
   out->sRGB = (in->flags & CU_TRSF_SRGB) != 0;
   for (int i = 0; i < 4; i++) out->borderColor[i] = in->borderColor[i];
   out->normalizedCoords = (in->flags & CU_TRSF_NORMALIZED_COORDINATES) != 0;
@@ -65,7 +68,8 @@ static void texdesc_from_cu(const CUDA_TEXTURE_DESC *in, struct cudaTextureDesc 
   out->seamlessCubemap = (in->flags & CU_TRSF_SEAMLESS_CUBEMAP) != 0;
 }
 
-cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject, const struct cudaResourceDesc *pResDesc,
+cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject,
+                                    const struct cudaResourceDesc *pResDesc,
                                     const struct cudaTextureDesc *pTexDesc,
                                     const struct cudaResourceViewDesc *pResViewDesc) {
   /* NVIDIA's order and codes: no resource descriptor is an invalid value,
@@ -94,7 +98,8 @@ cudaError_t cudaDestroyTextureObject(cudaTextureObject_t texObject) {
   return cudaev__ret_cu(cudaev__drv.cuTexObjectDestroy((CUtexObject)texObject));
 }
 
-cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *pResDesc, cudaTextureObject_t texObject) {
+cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *pResDesc,
+                                             cudaTextureObject_t texObject) {
   CUDAEV_CTX_OR_RETURN();
   if (pResDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_RESOURCE_DESC rd;
@@ -104,7 +109,8 @@ cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *pResDesc, 
   return cudaSuccess;
 }
 
-cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *pTexDesc, cudaTextureObject_t texObject) {
+cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *pTexDesc,
+                                            cudaTextureObject_t texObject) {
   /* NVIDIA's runtime answers a NULL output with an invalid resource
    * handle, before it initialises. */
   if (pTexDesc == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);

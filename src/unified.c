@@ -14,7 +14,7 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, c
   CUDAEV_CTX_OR_RETURN();
   if (attributes == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUpointer_attribute q[] = {
-      CU_POINTER_ATTRIBUTE_MEMORY_TYPE,   CU_POINTER_ATTRIBUTE_IS_MANAGED,
+      CU_POINTER_ATTRIBUTE_MEMORY_TYPE,    CU_POINTER_ATTRIBUTE_IS_MANAGED,
       CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
       CU_POINTER_ATTRIBUTE_HOST_POINTER,
   };
@@ -26,7 +26,8 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, c
   CUdeviceptr dptr = 0;
   void *hptr = NULL;
   void *data[] = {&mem_type, &managed, &ordinal, &dptr, &hptr};
-  CUresult r = cudaev__drv.cuPointerGetAttributes(sizeof q / sizeof q[0], q, data, (CUdeviceptr)ptr);
+  CUresult r =
+      cudaev__drv.cuPointerGetAttributes(sizeof q / sizeof q[0], q, data, (CUdeviceptr)ptr);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
 
   struct cudaPointerAttributes a;

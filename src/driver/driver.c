@@ -85,8 +85,8 @@ static void load(void) {
     const struct entry *e = &entries[i];
     void *fn = NULL;
     CUdriverProcAddressQueryResult found;
-    cuuint64_t flags = e->ptds ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
-                               : CU_GET_PROC_ADDRESS_DEFAULT;
+    cuuint64_t flags =
+        e->ptds ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
     if (gpa(e->name, &fn, e->version, flags, &found) != CUDA_SUCCESS ||
         found != CU_GET_PROC_ADDRESS_SUCCESS)
       fn = NULL;

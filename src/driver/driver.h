@@ -56,9 +56,9 @@ extern struct cudaev_driver cudaev__drv;
 /* Why the driver could not be used, as the runtime reports it. */
 enum cudaev_driver_status {
   CUDAEV_DRIVER_OK = 0,
-  CUDAEV_DRIVER_NOT_FOUND,    /* no libcuda.so.1, or no cuGetProcAddress in it */
-  CUDAEV_DRIVER_TOO_OLD,      /* cuDriverGetVersion < the toolkit's CUDA_VERSION */
-  CUDAEV_DRIVER_INIT_FAILED,  /* the driver refused to start: cudaev__driver_error() */
+  CUDAEV_DRIVER_NOT_FOUND,   /* no libcuda.so.1, or no cuGetProcAddress in it */
+  CUDAEV_DRIVER_TOO_OLD,     /* cuDriverGetVersion < the toolkit's CUDA_VERSION */
+  CUDAEV_DRIVER_INIT_FAILED, /* the driver refused to start: cudaev__driver_error() */
 };
 
 /* Loads libcuda and fills the table once; later calls return the first

@@ -14,8 +14,8 @@ static void info(const char *what, cudaArray_t a) {
   struct cudaExtent e;
   unsigned flags = 0;
   cudaError_t r = cudaArrayGetInfo(&d, &e, &flags, a);
-  printf("%s: %s desc {%d,%d,%d,%d,kind %d} extent {%zu,%zu,%zu} flags 0x%x\n", what, cudaGetErrorName(r), d.x,
-         d.y, d.z, d.w, (int)d.f, e.width, e.height, e.depth, flags);
+  printf("%s: %s desc {%d,%d,%d,%d,kind %d} extent {%zu,%zu,%zu} flags 0x%x\n", what,
+         cudaGetErrorName(r), d.x, d.y, d.z, d.w, (int)d.f, e.width, e.height, e.depth, flags);
 }
 
 static void try_desc(int x, int y, int z, int w, enum cudaChannelFormatKind f) {
@@ -23,8 +23,8 @@ static void try_desc(int x, int y, int z, int w, enum cudaChannelFormatKind f) {
   cudaArray_t a = NULL;
   cudaError_t r = cudaMallocArray(&a, &d, 16, 4, 0);
   cudaError_t l = cudaGetLastError();
-  printf("cudaMallocArray({%d,%d,%d,%d,kind %d}) -> %s (last %s)", x, y, z, w, (int)f, cudaGetErrorName(r),
-         cudaGetErrorName(l));
+  printf("cudaMallocArray({%d,%d,%d,%d,kind %d}) -> %s (last %s)", x, y, z, w, (int)f,
+         cudaGetErrorName(r), cudaGetErrorName(l));
   if (r == cudaSuccess) {
     struct cudaChannelFormatDesc b;
     CHECK(cudaGetChannelDesc(&b, a));
@@ -48,10 +48,10 @@ int main(void) {
       try_desc(bits[b], bits[b], 0, 0, (enum cudaChannelFormatKind)k);
       try_desc(bits[b], bits[b], bits[b], bits[b], (enum cudaChannelFormatKind)k);
     }
-  try_desc(8, 8, 8, 0, cudaChannelFormatKindUnsigned);   /* 3 channels */
+  try_desc(8, 8, 8, 0, cudaChannelFormatKindUnsigned); /* 3 channels */
   try_desc(32, 32, 32, 0, cudaChannelFormatKindFloat);
-  try_desc(8, 0, 8, 0, cudaChannelFormatKindUnsigned);   /* gap */
-  try_desc(8, 16, 0, 0, cudaChannelFormatKindSigned);    /* mixed */
+  try_desc(8, 0, 8, 0, cudaChannelFormatKindUnsigned); /* gap */
+  try_desc(8, 16, 0, 0, cudaChannelFormatKindSigned);  /* mixed */
   try_desc(64, 0, 0, 0, cudaChannelFormatKindSigned);
   try_desc(0, 0, 0, 0, cudaChannelFormatKindNone);
   try_desc(8, 0, 0, 0, (enum cudaChannelFormatKind)99);
@@ -65,8 +65,10 @@ int main(void) {
   try_desc(10, 10, 10, 2, cudaChannelFormatKindUnsignedNormalized1010102);
 
   /* shapes and flags */
-  struct cudaChannelFormatDesc f4 = cudaCreateChannelDesc(32, 32, 32, 32, cudaChannelFormatKindFloat);
-  struct cudaChannelFormatDesc u1 = cudaCreateChannelDesc(8, 0, 0, 0, cudaChannelFormatKindUnsigned);
+  struct cudaChannelFormatDesc f4 =
+      cudaCreateChannelDesc(32, 32, 32, 32, cudaChannelFormatKindFloat);
+  struct cudaChannelFormatDesc u1 =
+      cudaCreateChannelDesc(8, 0, 0, 0, cudaChannelFormatKindUnsigned);
   cudaArray_t a1 = NULL, a2 = NULL, a3 = NULL, al = NULL, ac = NULL;
   TC(cudaMallocArray(&a1, &f4, 37, 0, 0));
   info("1D", a1);
@@ -116,7 +118,8 @@ int main(void) {
   for (unsigned l = 0; l < 5; l++) {
     cudaArray_t lv = NULL;
     cudaError_t r = cudaGetMipmappedArrayLevel(&lv, mm, l);
-    printf("level %u -> %s (last %s)\n", l, cudaGetErrorName(r), cudaGetErrorName(cudaGetLastError()));
+    printf("level %u -> %s (last %s)\n", l, cudaGetErrorName(r),
+           cudaGetErrorName(cudaGetLastError()));
     if (r == cudaSuccess) info("  level", lv);
   }
   cudaArray_t lv = NULL;
@@ -136,7 +139,7 @@ int main(void) {
   TC(cudaFreeArray(a3));
   TC(cudaFreeArray(al));
   TC(cudaFreeArray(ac));
-  TC(cudaFreeArray(a1)); /* freed */
+  TC(cudaFreeArray(a1));           /* freed */
   TC(cudaGetChannelDesc(&f4, a2)); /* freed */
 
   size_t mw = 0;

@@ -44,18 +44,18 @@ __attribute__((constructor)) static void cudaev_test_report_cudart_ctor(void) {
 }
 
 /* T(expr): run a cudart call, print its line of the transcript. */
-#define T(expr)                                                                       \
-  do {                                                                                \
-    cudaError_t t_e_ = (expr);                                                        \
-    cudaError_t t_l_ = cudaPeekAtLastError();                                         \
+#define T(expr)                                                                                  \
+  do {                                                                                           \
+    cudaError_t t_e_ = (expr);                                                                   \
+    cudaError_t t_l_ = cudaPeekAtLastError();                                                    \
     printf("%-60.60s -> %s (last %s)\n", #expr, cudaGetErrorName(t_e_), cudaGetErrorName(t_l_)); \
   } while (0)
 
 /* Same, and clears the last error after printing. */
-#define TC(expr)                                                                      \
-  do {                                                                                \
-    cudaError_t t_e_ = (expr);                                                        \
-    cudaError_t t_l_ = cudaGetLastError();                                            \
+#define TC(expr)                                                                                 \
+  do {                                                                                           \
+    cudaError_t t_e_ = (expr);                                                                   \
+    cudaError_t t_l_ = cudaGetLastError();                                                       \
     printf("%-60.60s -> %s (last %s)\n", #expr, cudaGetErrorName(t_e_), cudaGetErrorName(t_l_)); \
   } while (0)
 
@@ -68,35 +68,35 @@ __attribute__((constructor)) static void cudaev_test_report_cudart_ctor(void) {
  * crash as "CRASHED" instead. */
 #include <sys/wait.h>
 #include <unistd.h>
-#define TREFUSE(expr)                                                                 \
-  do {                                                                                \
-    fflush(stdout);                                                                   \
-    pid_t r_pid_ = fork();                                                            \
-    if (r_pid_ == 0) {                                                                \
-      cudaError_t r_e_ = (expr);                                                      \
-      if (r_e_ == cudaSuccess)                                                        \
-        printf("%-60.60s -> cudaSuccess (child)\n", #expr);                          \
-      else                                                                            \
-        printf("%-60.60s -> refused\n", #expr);                                      \
-      fflush(stdout);                                                                 \
-      _exit(0);                                                                       \
-    }                                                                                 \
-    int r_st_ = 0;                                                                    \
-    waitpid(r_pid_, &r_st_, 0);                                                       \
-    if (!WIFEXITED(r_st_)) {                                                          \
-      const char *r_nc_ = getenv("CUDAEV_TEST_NO_CRASH");                             \
-      printf("%-60.60s -> %s\n", #expr, r_nc_ && *r_nc_ == '1' ? "CRASHED" : "refused"); \
-    }                                                                                 \
+#define TREFUSE(expr)                                                                   \
+  do {                                                                                  \
+    fflush(stdout);                                                                     \
+    pid_t r_pid_ = fork();                                                              \
+    if (r_pid_ == 0) {                                                                  \
+      cudaError_t r_e_ = (expr);                                                        \
+      if (r_e_ == cudaSuccess)                                                          \
+        printf("%-60.60s -> cudaSuccess (child)\n", #expr);                             \
+      else                                                                              \
+        printf("%-60.60s -> refused\n", #expr);                                         \
+      fflush(stdout);                                                                   \
+      _exit(0);                                                                         \
+    }                                                                                   \
+    int r_st_ = 0;                                                                      \
+    waitpid(r_pid_, &r_st_, 0);                                                         \
+    if (!WIFEXITED(r_st_)) {                                                            \
+      const char *r_nc_ = getenv("CUDAEV_TEST_NO_CRASH");                               \
+      printf("%-60.60s -> %s\n", #expr, r_nc_ &&*r_nc_ == '1' ? "CRASHED" : "refused"); \
+    }                                                                                   \
   } while (0)
 
 /* CHECK(expr): must succeed, or the program stops with exit code 2. */
-#define CHECK(expr)                                                                   \
-  do {                                                                                \
-    cudaError_t c_e_ = (expr);                                                        \
-    if (c_e_ != cudaSuccess) {                                                        \
+#define CHECK(expr)                                                                            \
+  do {                                                                                         \
+    cudaError_t c_e_ = (expr);                                                                 \
+    if (c_e_ != cudaSuccess) {                                                                 \
       printf("FAILED %s -> %s at %s:%d\n", #expr, cudaGetErrorName(c_e_), __FILE__, __LINE__); \
-      exit(2);                                                                        \
-    }                                                                                 \
+      exit(2);                                                                                 \
+    }                                                                                          \
   } while (0)
 
 #endif

@@ -54,10 +54,12 @@ int main(void) {
   retain = (CUresult(*)(CUcontext *, CUdevice))dlsym(h, "cuDevicePrimaryCtxRetain");
   release = (CUresult(*)(CUdevice))dlsym(h, "cuDevicePrimaryCtxRelease_v2");
   state = (CUresult(*)(CUdevice, unsigned *, int *))dlsym(h, "cuDevicePrimaryCtxGetState");
-  create = (CUresult(*)(CUcontext *, CUctxCreateParams *, unsigned, CUdevice))dlsym(h, "cuCtxCreate_v4");
+  create =
+      (CUresult(*)(CUcontext *, CUctxCreateParams *, unsigned, CUdevice))dlsym(h, "cuCtxCreate_v4");
   destroy = (CUresult(*)(CUcontext))dlsym(h, "cuCtxDestroy_v2");
   cu_init = (CUresult(*)(unsigned))dlsym(h, "cuInit");
-  if (!get_current || !set_current || !retain || !release || !state || !create || !destroy || !cu_init) {
+  if (!get_current || !set_current || !retain || !release || !state || !create || !destroy ||
+      !cu_init) {
     printf("missing driver symbols\n");
     return 1;
   }

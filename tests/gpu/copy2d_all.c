@@ -13,7 +13,8 @@ static struct cudaExtent make_cudaExtent(size_t w, size_t h, size_t d) {
   struct cudaExtent e = {w, h, d};
   return e;
 }
-static struct cudaPitchedPtr make_cudaPitchedPtr(void *p, size_t pitch, size_t xsize, size_t ysize) {
+static struct cudaPitchedPtr make_cudaPitchedPtr(void *p, size_t pitch, size_t xsize,
+                                                 size_t ysize) {
   struct cudaPitchedPtr r = {p, pitch, xsize, ysize};
   return r;
 }
@@ -61,7 +62,8 @@ int main(void) {
   memset(h2, 0, BIG);
   TC(cudaMemcpy2D(d1, p1, h1 + 3, 83, 77, 13, cudaMemcpyHostToDevice));
   TC(cudaMemcpy2D(d2, p2, h1, 333, 301, 29, cudaMemcpyHostToDevice));
-  TC(cudaMemcpy2D((char *)d2 + p2 * 2 + 5, p2, (char *)d1 + 1, p1, 61, 11, cudaMemcpyDeviceToDevice));
+  TC(cudaMemcpy2D((char *)d2 + p2 * 2 + 5, p2, (char *)d1 + 1, p1, 61, 11,
+                  cudaMemcpyDeviceToDevice));
   TC(cudaMemcpy2D(h2, 303, d2, p2, 301, 29, cudaMemcpyDeviceToHost));
   SUM("h2d+d2d+d2h", h2, 303 * 29);
   memset(h2, 0, BIG);
@@ -91,11 +93,13 @@ int main(void) {
   TC(cudaMemcpy2D(d1, p1, h1, 83, 77, 0, cudaMemcpyHostToDevice));
   TC(cudaMemcpy2D(NULL, p1, h1, 83, 77, 13, cudaMemcpyHostToDevice));
   TC(cudaMemcpy2DAsync(d1, p1, h1, 20, 21, 2, cudaMemcpyHostToDevice, s));
-  TC(cudaMemcpy2DAsync(d1, p1, h1, 83, 77, 13, (enum cudaMemcpyKind)-1, s));
+  TC(cudaMemcpy2DAsync(d1, p1, h1, 83, 77, 13, (enum cudaMemcpyKind) - 1, s));
 
   /* arrays: u8 101x33 and float4 19x7 */
-  struct cudaChannelFormatDesc u1 = cudaCreateChannelDesc(8, 0, 0, 0, cudaChannelFormatKindUnsigned);
-  struct cudaChannelFormatDesc f4 = cudaCreateChannelDesc(32, 32, 32, 32, cudaChannelFormatKindFloat);
+  struct cudaChannelFormatDesc u1 =
+      cudaCreateChannelDesc(8, 0, 0, 0, cudaChannelFormatKindUnsigned);
+  struct cudaChannelFormatDesc f4 =
+      cudaCreateChannelDesc(32, 32, 32, 32, cudaChannelFormatKindFloat);
   cudaArray_t au = NULL, au2 = NULL, af = NULL, af2 = NULL;
   CHECK(cudaMallocArray(&au, &u1, 101, 33, 0));
   CHECK(cudaMallocArray(&au2, &u1, 101, 33, 0));

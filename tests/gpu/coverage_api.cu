@@ -41,7 +41,9 @@ __global__ void sym_add(int k) {
   if (i < 64) sym[i] += k;
 }
 
-__global__ void set_handle(cudaGraphConditionalHandle h, const int *v) { cudaGraphSetConditional(h, (unsigned)*v); }
+__global__ void set_handle(cudaGraphConditionalHandle h, const int *v) {
+  cudaGraphSetConditional(h, (unsigned)*v);
+}
 
 static unsigned long long cks(const int *p, int n) {
   unsigned long long h = 1469598103934665603ull;
@@ -72,23 +74,23 @@ static size_t graph_edges(cudaGraph_t g) {
  * touched CUDA), printed like TC; "crashed" when the child dies. For calls
  * that need a process with no CUDA state, or that may crash NVIDIA's
  * runtime, whose error code we still want to compare. */
-#define TISO(expr)                                                                    \
-  do {                                                                                \
-    fflush(stdout);                                                                   \
-    pid_t i_pid_ = fork();                                                            \
-    if (i_pid_ == 0) {                                                                \
-      cudaError_t i_e_ = (expr);                                                      \
-      cudaError_t i_l_ = cudaGetLastError();                                          \
+#define TISO(expr)                                                                                 \
+  do {                                                                                             \
+    fflush(stdout);                                                                                \
+    pid_t i_pid_ = fork();                                                                         \
+    if (i_pid_ == 0) {                                                                             \
+      cudaError_t i_e_ = (expr);                                                                   \
+      cudaError_t i_l_ = cudaGetLastError();                                                       \
       printf("%-60.60s -> %s (last %s)\n", #expr, cudaGetErrorName(i_e_), cudaGetErrorName(i_l_)); \
-      fflush(stdout);                                                                 \
-      _exit(0);                                                                       \
-    }                                                                                 \
-    int i_st_ = 0;                                                                    \
-    waitpid(i_pid_, &i_st_, 0);                                                       \
-    if (!WIFEXITED(i_st_)) {                                                          \
-      const char *i_nc_ = getenv("CUDAEV_TEST_NO_CRASH");                             \
-      printf("%-60.60s -> %s\n", #expr, i_nc_ && *i_nc_ == '1' ? "CRASHED" : "crashed"); \
-    }                                                                                 \
+      fflush(stdout);                                                                              \
+      _exit(0);                                                                                    \
+    }                                                                                              \
+    int i_st_ = 0;                                                                                 \
+    waitpid(i_pid_, &i_st_, 0);                                                                    \
+    if (!WIFEXITED(i_st_)) {                                                                       \
+      const char *i_nc_ = getenv("CUDAEV_TEST_NO_CRASH");                                          \
+      printf("%-60.60s -> %s\n", #expr, i_nc_ &&*i_nc_ == '1' ? "CRASHED" : "crashed");            \
+    }                                                                                              \
   } while (0)
 
 /* A VdpGetProcAddress that knows no function. */
@@ -119,7 +121,8 @@ static void group_graphics() {
   TREFUSE(cudaGLGetDevices(nullptr, gl_devs, 4, cudaGLDeviceListAll));
 
   TISO(cudaGraphicsEGLRegisterImage(&res, (EGLImageKHR) nullptr, cudaGraphicsRegisterFlagsNone));
-  TREFUSE(cudaGraphicsEGLRegisterImage(nullptr, (EGLImageKHR) nullptr, cudaGraphicsRegisterFlagsNone));
+  TREFUSE(
+      cudaGraphicsEGLRegisterImage(nullptr, (EGLImageKHR) nullptr, cudaGraphicsRegisterFlagsNone));
   cudaEglFrame frame;
   memset(&frame, 0, sizeof frame);
   TREFUSE(cudaGraphicsResourceGetMappedEglFrame(&frame, nullptr, 0, 0));
@@ -191,7 +194,8 @@ static void group_streams(cudaStream_t s) {
   T(cudaStreamGetCaptureInfo(s, &st, &id, &cg, &deps, nullptr, &ndeps));
   printf("capture to graph: status %d graph is g %d deps %zu\n", (int)st, cg == g, ndeps);
   T(cudaStreamEndCapture(s, &out));
-  printf("end capture: graph is g %d nodes %zu edges %zu\n", out == g, graph_nodes(g), graph_edges(g));
+  printf("end capture: graph is g %d nodes %zu edges %zu\n", out == g, graph_nodes(g),
+         graph_edges(g));
   cudaGraphExec_t ge = nullptr;
   T(cudaGraphInstantiate(&ge, g, 0));
   CHECK(cudaMemset(d, 0x7f, n * sizeof(int)));
@@ -376,7 +380,8 @@ static void group_graph_set(cudaStream_t s) {
   cudaGraph_t g = nullptr;
   CHECK(cudaGraphCreate(&g, 0));
   cudaGraphNode_t cin, ms, k, k2, cout, host;
-  CHECK(cudaGraphAddMemcpyNode1D(&cin, g, nullptr, 0, d, hin, n * sizeof(int), cudaMemcpyHostToDevice));
+  CHECK(cudaGraphAddMemcpyNode1D(&cin, g, nullptr, 0, d, hin, n * sizeof(int),
+                                 cudaMemcpyHostToDevice));
   cudaMemsetParams mp = {};
   mp.dst = d2;
   mp.value = 7;
@@ -516,8 +521,8 @@ static void group_graph_set(cudaStream_t s) {
   T(cudaStreamSynchronize(s));
   int dd2[n];
   CHECK(cudaMemcpy(dd2, d2, sizeof dd2, cudaMemcpyDeviceToHost));
-  printf("new exec: h[3]=%d h2[3]=%d d2[3]=%d host_a %d host_b %d cks %llx\n", h[3], h2[3], dd2[3], host_a,
-         host_b, cks(h2, n));
+  printf("new exec: h[3]=%d h2[3]=%d d2[3]=%d host_a %d host_b %d cks %llx\n", h[3], h2[3], dd2[3],
+         host_a, host_b, cks(h2, n));
 
   // exec memcpy setter: back to h
   TC(cudaGraphExecMemcpyNodeSetParams(ge2, cout, &p3x));
@@ -552,7 +557,8 @@ static void group_symbols(cudaStream_t s) {
   CHECK(cudaGraphCreate(&gs, 0));
   cudaGraphNode_t to, kn, from, bad;
   T(cudaGraphAddMemcpyNodeToSymbol(&to, g, nullptr, 0, sym, in, all, 0, cudaMemcpyHostToDevice));
-  TC(cudaGraphAddMemcpyNodeToSymbol(&bad, gs, nullptr, 0, not_a_symbol, in, all, 0, cudaMemcpyHostToDevice));
+  TC(cudaGraphAddMemcpyNodeToSymbol(&bad, gs, nullptr, 0, not_a_symbol, in, all, 0,
+                                    cudaMemcpyHostToDevice));
   TC(cudaGraphAddMemcpyNodeToSymbol(&bad, gs, nullptr, 0, sym, in, all, 4, cudaMemcpyHostToDevice));
   TC(cudaGraphAddMemcpyNodeToSymbol(&bad, gs, nullptr, 0, sym, in, all, 0, cudaMemcpyDeviceToHost));
   TC(cudaGraphAddMemcpyNodeToSymbol(&bad, gs, nullptr, 0, sym, in, all, 0, (cudaMemcpyKind)9));
@@ -565,12 +571,16 @@ static void group_symbols(cudaStream_t s) {
   kp.kernelParams = args;
   CHECK(cudaGraphAddKernelNode(&kn, g, &to, 1, &kp));
   T(cudaGraphAddMemcpyNodeFromSymbol(&from, g, &kn, 1, out, sym, all, 0, cudaMemcpyDeviceToHost));
-  TC(cudaGraphAddMemcpyNodeFromSymbol(&bad, gs, nullptr, 0, out, not_a_symbol, all, 0, cudaMemcpyDeviceToHost));
-  TC(cudaGraphAddMemcpyNodeFromSymbol(&bad, gs, nullptr, 0, out, sym, all + 4, 0, cudaMemcpyDeviceToHost));
-  TC(cudaGraphAddMemcpyNodeFromSymbol(&bad, gs, nullptr, 0, out, sym, all, 0, cudaMemcpyHostToDevice));
+  TC(cudaGraphAddMemcpyNodeFromSymbol(&bad, gs, nullptr, 0, out, not_a_symbol, all, 0,
+                                      cudaMemcpyDeviceToHost));
+  TC(cudaGraphAddMemcpyNodeFromSymbol(&bad, gs, nullptr, 0, out, sym, all + 4, 0,
+                                      cudaMemcpyDeviceToHost));
+  TC(cudaGraphAddMemcpyNodeFromSymbol(&bad, gs, nullptr, 0, out, sym, all, 0,
+                                      cudaMemcpyHostToDevice));
   cudaMemcpy3DParms p3 = {};
   T(cudaGraphMemcpyNodeGetParams(to, &p3));
-  printf("to-symbol node: kind %d width %zu src is in %d\n", (int)p3.kind, p3.extent.width, p3.srcPtr.ptr == in);
+  printf("to-symbol node: kind %d width %zu src is in %d\n", (int)p3.kind, p3.extent.width,
+         p3.srcPtr.ptr == in);
 
   cudaGraphExec_t ge = nullptr;
   T(cudaGraphInstantiate(&ge, g, 0));
@@ -584,7 +594,8 @@ static void group_symbols(cudaStream_t s) {
   TC(cudaGraphMemcpyNodeSetParamsToSymbol(to, sym, in2, all, half, cudaMemcpyHostToDevice));
   TC(cudaGraphMemcpyNodeSetParamsToSymbol(kn, sym, in2, half, 0, cudaMemcpyHostToDevice));
   T(cudaGraphMemcpyNodeSetParamsToSymbol(to, sym, in2 + 32, half, half, cudaMemcpyHostToDevice));
-  TC(cudaGraphMemcpyNodeSetParamsFromSymbol(from, out2, not_a_symbol, all, 0, cudaMemcpyDeviceToHost));
+  TC(cudaGraphMemcpyNodeSetParamsFromSymbol(from, out2, not_a_symbol, all, 0,
+                                            cudaMemcpyDeviceToHost));
   TC(cudaGraphMemcpyNodeSetParamsFromSymbol(from, out2, sym, all, 4, cudaMemcpyDeviceToHost));
   TC(cudaGraphMemcpyNodeSetParamsFromSymbol(kn, out2, sym, all, 0, cudaMemcpyDeviceToHost));
   T(cudaGraphMemcpyNodeSetParamsFromSymbol(from, out2, sym, all, 0, cudaMemcpyDeviceToHost));
@@ -592,19 +603,23 @@ static void group_symbols(cudaStream_t s) {
   T(cudaGraphInstantiate(&ge2, g, 0));
   T(cudaGraphLaunch(ge2, s));
   T(cudaStreamSynchronize(s));
-  printf("after node setters: out2[0]=%d out2[63]=%d out[0]=%d cks %llx\n", out2[0], out2[63], out[0],
-         cks(out2, 64));
+  printf("after node setters: out2[0]=%d out2[63]=%d out[0]=%d cks %llx\n", out2[0], out2[63],
+         out[0], cks(out2, 64));
 
   // Exec setters on the second exec: whole array from in, back into out.
   for (int i = 0; i < 64; i++) out[i] = out2[i] = -1;
-  TC(cudaGraphExecMemcpyNodeSetParamsToSymbol(ge2, to, not_a_symbol, in, all, 0, cudaMemcpyHostToDevice));
+  TC(cudaGraphExecMemcpyNodeSetParamsToSymbol(ge2, to, not_a_symbol, in, all, 0,
+                                              cudaMemcpyHostToDevice));
   TC(cudaGraphExecMemcpyNodeSetParamsToSymbol(ge2, to, sym, in, all, 4, cudaMemcpyHostToDevice));
   TC(cudaGraphExecMemcpyNodeSetParamsToSymbol(ge2, kn, sym, in, all, 0, cudaMemcpyHostToDevice));
   T(cudaGraphExecMemcpyNodeSetParamsToSymbol(ge2, to, sym, in, all, 0, cudaMemcpyHostToDevice));
-  TC(cudaGraphExecMemcpyNodeSetParamsFromSymbol(ge2, from, out, not_a_symbol, all, 0, cudaMemcpyDeviceToHost));
-  TC(cudaGraphExecMemcpyNodeSetParamsFromSymbol(ge2, from, out, sym, all, 4, cudaMemcpyDeviceToHost));
+  TC(cudaGraphExecMemcpyNodeSetParamsFromSymbol(ge2, from, out, not_a_symbol, all, 0,
+                                                cudaMemcpyDeviceToHost));
+  TC(cudaGraphExecMemcpyNodeSetParamsFromSymbol(ge2, from, out, sym, all, 4,
+                                                cudaMemcpyDeviceToHost));
   TC(cudaGraphExecMemcpyNodeSetParamsFromSymbol(ge2, kn, out, sym, all, 0, cudaMemcpyDeviceToHost));
-  T(cudaGraphExecMemcpyNodeSetParamsFromSymbol(ge2, from, out, sym, all, 0, cudaMemcpyDeviceToHost));
+  T(cudaGraphExecMemcpyNodeSetParamsFromSymbol(ge2, from, out, sym, all, 0,
+                                               cudaMemcpyDeviceToHost));
   T(cudaGraphLaunch(ge2, s));
   T(cudaStreamSynchronize(s));
   printf("after exec setters: out[0]=%d out[63]=%d out2[0]=%d cks %llx\n", out[0], out[63], out2[0],
@@ -716,7 +731,8 @@ static void group_device() {
   int ndev = 0;
   CHECK(cudaGetDeviceCount(&ndev));
   static const cudaAtomicOperation ops[] = {cudaAtomicOperationIntegerAdd, cudaAtomicOperationCAS,
-                                            cudaAtomicOperationFloatAdd, cudaAtomicOperationExchange};
+                                            cudaAtomicOperationFloatAdd,
+                                            cudaAtomicOperationExchange};
   unsigned caps[4];
   memset(caps, 0xff, sizeof caps);
   T(cudaDeviceGetHostAtomicCapabilities(caps, ops, 4, 0));
@@ -742,7 +758,8 @@ static void group_device() {
                                        cudaFlushGPUDirectRDMAWritesToOwner));
   TC(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
                                         cudaFlushGPUDirectRDMAWritesToAllDevices));
-  TC(cudaDeviceFlushGPUDirectRDMAWrites((cudaFlushGPUDirectRDMAWritesTarget)5, cudaFlushGPUDirectRDMAWritesToOwner));
+  TC(cudaDeviceFlushGPUDirectRDMAWrites((cudaFlushGPUDirectRDMAWritesTarget)5,
+                                        cudaFlushGPUDirectRDMAWritesToOwner));
   TC(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
                                         (cudaFlushGPUDirectRDMAWritesScope)500));
 
@@ -895,12 +912,14 @@ static void group_external(cudaStream_t s) {
   PFN_cuMemExportToShareableHandle_v10020 mem_export = nullptr;
   PFN_cuMemGetAllocationGranularity_v10020 mem_gran = nullptr;
   cudaDriverEntryPointQueryResult q1, q2, q3, q4;
-  T(cudaGetDriverEntryPointByVersion("cuMemCreate", (void **)&mem_create, 12000, cudaEnableDefault, &q1));
-  T(cudaGetDriverEntryPointByVersion("cuMemRelease", (void **)&mem_release, 12000, cudaEnableDefault, &q2));
-  T(cudaGetDriverEntryPointByVersion("cuMemExportToShareableHandle", (void **)&mem_export, 12000, cudaEnableDefault,
-                                     &q3));
-  T(cudaGetDriverEntryPointByVersion("cuMemGetAllocationGranularity", (void **)&mem_gran, 12000, cudaEnableDefault,
-                                     &q4));
+  T(cudaGetDriverEntryPointByVersion("cuMemCreate", (void **)&mem_create, 12000, cudaEnableDefault,
+                                     &q1));
+  T(cudaGetDriverEntryPointByVersion("cuMemRelease", (void **)&mem_release, 12000,
+                                     cudaEnableDefault, &q2));
+  T(cudaGetDriverEntryPointByVersion("cuMemExportToShareableHandle", (void **)&mem_export, 12000,
+                                     cudaEnableDefault, &q3));
+  T(cudaGetDriverEntryPointByVersion("cuMemGetAllocationGranularity", (void **)&mem_gran, 12000,
+                                     cudaEnableDefault, &q4));
   if (!mem_create || !mem_release || !mem_export || !mem_gran) {
     printf("driver VMM entry points missing: %d %d %d %d\n", (int)q1, (int)q2, (int)q3, (int)q4);
     return;

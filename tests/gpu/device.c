@@ -49,7 +49,8 @@ int main(void) {
     cudaMemPool_t def = NULL, cur = NULL;
     T(cudaDeviceGetDefaultMemPool(&def, dev));
     T(cudaDeviceGetMemPool(&cur, dev));
-    printf("default pool %s, current pool %s default\n", def ? "set" : "NULL", cur == def ? "is" : "is not");
+    printf("default pool %s, current pool %s default\n", def ? "set" : "NULL",
+           cur == def ? "is" : "is not");
     for (int a = 0; a <= 5; a++) {
       int v = -1;
       cudaError_t e = cudaDeviceGetP2PAttribute(&v, (enum cudaDeviceP2PAttr)a, dev, dev);
@@ -59,7 +60,7 @@ int main(void) {
   }
   TC(cudaDeviceGetAttribute(NULL, cudaDevAttrWarpSize, 0));
   TC(cudaDeviceGetAttribute(&n, cudaDevAttrWarpSize, n));
-  TC(cudaDeviceGetAttribute(&n, (enum cudaDeviceAttr)-1, 0));
+  TC(cudaDeviceGetAttribute(&n, (enum cudaDeviceAttr) - 1, 0));
   TC(cudaGetDeviceProperties(NULL, 0));
   TC(cudaDeviceGetByPCIBusId(&n, "not-a-bus-id"));
   TC(cudaDeviceGetByPCIBusId(NULL, "0000:00:00.0"));
@@ -78,7 +79,7 @@ int main(void) {
   T(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
   printf("stack limit %zu\n", stack);
   TC(cudaDeviceSetLimit((enum cudaLimit)99, 1));
-  enum cudaFuncCache cc = (enum cudaFuncCache)-1;
+  enum cudaFuncCache cc = (enum cudaFuncCache) - 1;
   T(cudaDeviceGetCacheConfig(&cc));
   printf("cache config %d\n", (int)cc);
   T(cudaDeviceSetCacheConfig(cudaFuncCachePreferShared));
@@ -86,7 +87,7 @@ int main(void) {
   printf("cache config %d\n", (int)cc);
   TC(cudaDeviceSetCacheConfig((enum cudaFuncCache)17));
   TC(cudaDeviceGetCacheConfig(NULL));
-  enum cudaSharedMemConfig smc = (enum cudaSharedMemConfig)-1;
+  enum cudaSharedMemConfig smc = (enum cudaSharedMemConfig) - 1;
   TC(cudaDeviceGetSharedMemConfig(&smc));
   printf("shared mem config %d\n", (int)smc);
   TC(cudaDeviceSetSharedMemConfig(cudaSharedMemBankSizeEightByte));
@@ -130,7 +131,9 @@ int main(void) {
     int status = 0;
     waitpid(pid, &status, 0);
     printf("choose %d.0 child: %s\n", majors[i],
-           WIFEXITED(status) ? "exited" : WIFSIGNALED(status) ? "killed by a signal" : "?");
+           WIFEXITED(status)     ? "exited"
+           : WIFSIGNALED(status) ? "killed by a signal"
+                                 : "?");
   }
   fflush(stdout);
   pid_t pid = fork();
@@ -145,7 +148,7 @@ int main(void) {
   printf("choose NULL child: %s\n", WIFEXITED(status) ? "exited" : "killed by a signal");
 
   void *fn = NULL;
-  enum cudaDriverEntryPointQueryResult st = (enum cudaDriverEntryPointQueryResult)-1;
+  enum cudaDriverEntryPointQueryResult st = (enum cudaDriverEntryPointQueryResult) - 1;
   T(cudaGetDriverEntryPoint("cuInit", &fn, cudaEnableDefault, &st));
   printf("cuInit entry %s status %d\n", fn ? "found" : "NULL", (int)st);
   fn = (void *)1;
@@ -157,7 +160,8 @@ int main(void) {
    * H200, 2026-11-21): ours returns cudaErrorInvalidValue; not compared. */
   T(cudaGetDriverEntryPointByVersion("cuMemAlloc", &fn, 3020, cudaEnableDefault, &st));
   printf("cuMemAlloc@3020 %s status %d\n", fn ? "found" : "NULL", (int)st);
-  TC(cudaGetDriverEntryPointByVersion("cuStreamBeginCaptureToGraph", &fn, 11000, cudaEnableDefault, &st));
+  TC(cudaGetDriverEntryPointByVersion("cuStreamBeginCaptureToGraph", &fn, 11000, cudaEnableDefault,
+                                      &st));
   printf("too-new entry %s status %d\n", fn ? "non-NULL" : "NULL", (int)st);
   const void *table = NULL;
   cudaUUID_t zero;

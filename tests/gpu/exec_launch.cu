@@ -47,7 +47,8 @@ __global__ void many_params(char c, short s, int i, long long ll, float f, doubl
 
 __global__ void big_param(Big big, unsigned long long *out) {
   unsigned long long s = 0;
-  for (int k = threadIdx.x; k < BIG_BYTES; k += blockDim.x) s += big.b[k] * (unsigned long long)(k % 7 + 1);
+  for (int k = threadIdx.x; k < BIG_BYTES; k += blockDim.x)
+    s += big.b[k] * (unsigned long long)(k % 7 + 1);
   atomicAdd(out, s);
 }
 
@@ -195,7 +196,8 @@ int main() {
   for (int k = 0; k < 16; k++) hv[k] = k, hc[k] = 16 - k;
   T(cudaMemcpyToSymbol(dev_arr, hv, sizeof hv));
   T(cudaMemcpyToSymbol(const_arr, hc, 8 * sizeof(int)));
-  T(cudaMemcpyToSymbol(const_arr, hc + 8, 8 * sizeof(int), 8 * sizeof(int), cudaMemcpyHostToDevice));
+  T(cudaMemcpyToSymbol(const_arr, hc + 8, 8 * sizeof(int), 8 * sizeof(int),
+                       cudaMemcpyHostToDevice));
   int *sym_out = NULL;
   CHECK(cudaMalloc(&sym_out, 16 * sizeof(int)));
   printf("managed before %d\n", managed_counter);
@@ -254,14 +256,17 @@ int main() {
   TC(cudaGetLastError());
   dyn_smem<<<1, 256, 1024 * 1024>>>(iout, 1024);
   TC(cudaGetLastError());
-  TC(cudaFuncSetAttribute((const void *)dyn_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
+  TC(cudaFuncSetAttribute((const void *)dyn_smem, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          100 * 1024));
   dyn_smem<<<1, 256, 100 * 1024>>>(iout, 25600);
   TC(cudaGetLastError());
   CHECK(cudaMemcpy(&hsum, iout, sizeof hsum, cudaMemcpyDeviceToHost));
   printf("dyn_smem 100 KiB: %d\n", hsum);
-  TC(cudaFuncSetAttribute((const void *)dyn_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024 * 1024));
+  TC(cudaFuncSetAttribute((const void *)dyn_smem, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          1024 * 1024));
   TC(cudaFuncSetAttribute((const void *)dyn_smem, (cudaFuncAttribute)0, 1));
-  TC(cudaFuncSetAttribute((const void *)dyn_smem, cudaFuncAttributePreferredSharedMemoryCarveout, 50));
+  TC(cudaFuncSetAttribute((const void *)dyn_smem, cudaFuncAttributePreferredSharedMemoryCarveout,
+                          50));
 
   /* ---- bad configurations and functions ---- */
   empty_kernel<<<0, 1>>>();
@@ -288,7 +293,8 @@ int main() {
   memset(&fa, 0, sizeof fa);
   T(cudaFuncGetAttributes(&fa, (const void *)many_params));
   printf("many_params: maxThreads %d binaryVersion %d ptxVersion %d local %zu const %zu\n",
-         fa.maxThreadsPerBlock, fa.binaryVersion, fa.ptxVersion, fa.localSizeBytes, fa.constSizeBytes);
+         fa.maxThreadsPerBlock, fa.binaryVersion, fa.ptxVersion, fa.localSizeBytes,
+         fa.constSizeBytes);
   T(cudaFuncGetAttributes(&fa, (const void *)dyn_smem));
   printf("dyn_smem: maxDynamicShared %d shared %zu carveout %d\n", fa.maxDynamicSharedSizeBytes,
          fa.sharedSizeBytes, fa.preferredShmemCarveout);
@@ -321,7 +327,8 @@ int main() {
   cudaKernel_t kern = NULL;
   T(cudaGetKernel(&kern, (const void *)empty_kernel));
   T(cudaLaunchKernel((const void *)kern, dim3(2), dim3(32), NULL, 0, 0));
-  T(cudaKernelSetAttributeForDevice(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024, 0));
+  T(cudaKernelSetAttributeForDevice(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024,
+                                    0));
   TC(cudaKernelSetAttributeForDevice(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024, 99));
   TC(cudaGetKernel(&kern, (const void *)host_function));
   TC(cudaGetKernel(NULL, (const void *)empty_kernel));
@@ -334,10 +341,11 @@ int main() {
   int blocks = -1;
   T(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, (const void *)dyn_smem, 256, 4096));
   printf("occupancy dyn_smem 256 threads 4 KiB: %d\n", blocks);
-  T(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, (const void *)empty_kernel, 128, 0,
-                                                           cudaOccupancyDisableCachingOverride));
+  T(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, (const void *)empty_kernel, 128,
+                                                           0, cudaOccupancyDisableCachingOverride));
   printf("occupancy empty 128 threads: %d\n", blocks);
-  TC(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, (const void *)empty_kernel, 128, 0, 77));
+  TC(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, (const void *)empty_kernel,
+                                                            128, 0, 77));
   TC(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, (const void *)host_function, 128, 0));
   TC(cudaOccupancyMaxActiveBlocksPerMultiprocessor(NULL, (const void *)empty_kernel, 128, 0));
   int min_grid = 0, block_size = 0;
@@ -359,7 +367,8 @@ int main() {
   T(cudaLaunchCooperativeKernel((const void *)coop_sum, dim3(sms), dim3(128), cargs, 0, 0));
   CHECK(cudaMemcpy(&hsum, iout, sizeof hsum, cudaMemcpyDeviceToHost));
   printf("cooperative sum %d\n", hsum);
-  TC(cudaLaunchCooperativeKernel((const void *)coop_sum, dim3(sms * per_sm * 4 + 1), dim3(128), cargs, 0, 0));
+  TC(cudaLaunchCooperativeKernel((const void *)coop_sum, dim3(sms * per_sm * 4 + 1), dim3(128),
+                                 cargs, 0, 0));
   cudaLaunchAttribute coop_attr;
   memset(&coop_attr, 0, sizeof coop_attr);
   coop_attr.id = cudaLaunchAttributeCooperative;

@@ -14,7 +14,9 @@ __global__ void ptsz_step(int *p, int n, int add) {
   if (i < n) p[i] = p[i] * 2 + add;
 }
 
-__global__ void ptsz_to_slot(const int *p, int slot) { ptsz_slots[slot][threadIdx.x] = p[threadIdx.x]; }
+__global__ void ptsz_to_slot(const int *p, int slot) {
+  ptsz_slots[slot][threadIdx.x] = p[threadIdx.x];
+}
 
 struct job {
   int slot;
@@ -36,13 +38,15 @@ static void *worker(void *arg) {
   }
   int add = 100;
   void *args[] = {&d, (void *)&n, &add};
-  if (e == cudaSuccess) e = cudaLaunchKernel((const void *)ptsz_step, dim3(2), dim3(128), args, 0, 0);
+  if (e == cudaSuccess)
+    e = cudaLaunchKernel((const void *)ptsz_step, dim3(2), dim3(128), args, 0, 0);
   cudaLaunchConfig_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.gridDim = dim3(2);
   cfg.blockDim = dim3(128);
   if (e == cudaSuccess) e = cudaLaunchKernelExC(&cfg, (const void *)ptsz_step, args);
-  if (e == cudaSuccess) e = cudaLaunchCooperativeKernel((const void *)ptsz_step, dim3(2), dim3(128), args, 0, 0);
+  if (e == cudaSuccess)
+    e = cudaLaunchCooperativeKernel((const void *)ptsz_step, dim3(2), dim3(128), args, 0, 0);
   int slot = j->slot;
   if (e == cudaSuccess) {
     ptsz_to_slot<<<1, 256>>>(d, slot);
@@ -50,13 +54,15 @@ static void *worker(void *arg) {
   }
   int back[256];
   if (e == cudaSuccess)
-    e = cudaMemcpyFromSymbolAsync(back, ptsz_slots, sizeof back, slot * sizeof back, cudaMemcpyDeviceToHost, 0);
+    e = cudaMemcpyFromSymbolAsync(back, ptsz_slots, sizeof back, slot * sizeof back,
+                                  cudaMemcpyDeviceToHost, 0);
   if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamPerThread);
   j->sum = 0;
   for (int k = 0; k < n && e == cudaSuccess; k++) j->sum += (long long)back[k] * (k + 1);
   int seven[256];
   for (int k = 0; k < n; k++) seven[k] = 7;
-  if (e == cudaSuccess) e = cudaMemcpyToSymbol(ptsz_slots, seven, sizeof seven, slot * sizeof seven);
+  if (e == cudaSuccess)
+    e = cudaMemcpyToSymbol(ptsz_slots, seven, sizeof seven, slot * sizeof seven);
   if (e == cudaSuccess) e = cudaMemcpyFromSymbol(back, ptsz_slots, sizeof back, slot * sizeof back);
   if (e == cudaSuccess && back[255] != 7) e = cudaErrorUnknown;
   if (d != NULL) cudaFree(d);

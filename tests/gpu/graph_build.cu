@@ -29,7 +29,8 @@ int main() {
   TC(cudaGraphCreate(nullptr, 0));
 
   cudaGraphNode_t cpy_in, ms, k, cpy_out, host, empty;
-  T(cudaGraphAddMemcpyNode1D(&cpy_in, g, nullptr, 0, d, h, n * sizeof(int), cudaMemcpyHostToDevice));
+  T(cudaGraphAddMemcpyNode1D(&cpy_in, g, nullptr, 0, d, h, n * sizeof(int),
+                             cudaMemcpyHostToDevice));
   cudaMemsetParams mp = {};
   mp.dst = d2;
   mp.value = 7;
@@ -57,8 +58,8 @@ int main() {
   TC(cudaGraphAddKernelNode(&bad, g, nullptr, 0, &kp_bad));
   cudaKernelNodeParams kout = {};
   T(cudaGraphKernelNodeGetParams(k, &kout));
-  printf("kernel params: func is stub %d grid %u block %u args same %d\n", kout.func == (void *)scale,
-         kout.gridDim.x, kout.blockDim.x, kout.kernelParams == args);
+  printf("kernel params: func is stub %d grid %u block %u args same %d\n",
+         kout.func == (void *)scale, kout.gridDim.x, kout.blockDim.x, kout.kernelParams == args);
 
   struct cudaMemcpy3DParms p3 = {};
   p3.srcPtr = make_cudaPitchedPtr(d, n * sizeof(int), n, 1);

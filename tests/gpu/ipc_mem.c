@@ -44,8 +44,8 @@ static int send_msg(int sock, const struct msg *m, int fd) {
     char buf[CMSG_SPACE(sizeof(int))];
   } u;
   memset(&u, 0, sizeof u);
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                      .msg_controllen = sizeof u.buf};
+  struct msghdr mh = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
   struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
@@ -60,8 +60,8 @@ static int recv_msg(int sock, struct msg *m, int *fd) {
     struct cmsghdr h;
     char buf[CMSG_SPACE(sizeof(int))];
   } u;
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                      .msg_controllen = sizeof u.buf};
+  struct msghdr mh = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
   if (recvmsg(sock, &mh, MSG_WAITALL) != (ssize_t)sizeof *m) return -1;
   struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
   if (c == NULL || c->cmsg_type != SCM_RIGHTS) return -1;
@@ -118,8 +118,7 @@ static int child(int sock) {
   cudaMemPool_t pool = NULL;
   TC(cudaMemPoolImportFromShareableHandle(&pool, (void *)(uintptr_t)-1,
                                           cudaMemHandleTypePosixFileDescriptor, 0));
-  TC(cudaMemPoolImportFromShareableHandle(&pool, (void *)(uintptr_t)fd,
-                                          cudaMemHandleTypeNone, 0));
+  TC(cudaMemPoolImportFromShareableHandle(&pool, (void *)(uintptr_t)fd, cudaMemHandleTypeNone, 0));
   TC(cudaMemPoolImportFromShareableHandle(&pool, (void *)(uintptr_t)fd,
                                           cudaMemHandleTypePosixFileDescriptor, 0));
   if (pool != NULL) {

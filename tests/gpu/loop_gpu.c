@@ -15,21 +15,21 @@
 #include "../../bench/loop_common.h"
 
 static int failures;
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);    \
-      failures++;                                                              \
-    }                                                                          \
+#define CHECK(c)                                                            \
+  do {                                                                      \
+    if (!(c)) {                                                             \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
+      failures++;                                                           \
+    }                                                                       \
   } while (0)
-#define CHECK_EQ_ERR(a, b)                                                      \
-  do {                                                                          \
-    cudaError_t x_ = (a), y_ = (b);                                             \
-    if (x_ != y_) {                                                             \
-      fprintf(stderr, "%s:%d: %s = %s, want %s\n", __FILE__, __LINE__, #a,      \
-              cudaev_error_name(x_), cudaev_error_name(y_));                    \
-      failures++;                                                               \
-    }                                                                           \
+#define CHECK_EQ_ERR(a, b)                                                                        \
+  do {                                                                                            \
+    cudaError_t x_ = (a), y_ = (b);                                                               \
+    if (x_ != y_) {                                                                               \
+      fprintf(stderr, "%s:%d: %s = %s, want %s\n", __FILE__, __LINE__, #a, cudaev_error_name(x_), \
+              cudaev_error_name(y_));                                                             \
+      failures++;                                                                                 \
+    }                                                                                             \
   } while (0)
 
 static uint64_t now_ns(void) {
@@ -94,8 +94,9 @@ static void test_sources(cudaev_loop_t *loop, const char *label) {
   cudaev_future_release(f); /* still tracked; the copy below is ordered after it */
   unsigned char *h = malloc(1 << 20);
   memset(h, 0, 1 << 20);
-  CHECK_EQ_ERR(cudaev_memcpy_async(loop, h, d, 1 << 20, cudaMemcpyDeviceToHost, (cudaStream_t)s, &f),
-               cudaSuccess);
+  CHECK_EQ_ERR(
+      cudaev_memcpy_async(loop, h, d, 1 << 20, cudaMemcpyDeviceToHost, (cudaStream_t)s, &f),
+      cudaSuccess);
   CHECK_EQ_ERR(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
   CHECK(h[0] == 0x5a && h[(1 << 20) - 1] == 0x5a);
   cudaev_future_release(f);
@@ -108,9 +109,9 @@ static void test_sources(cudaev_loop_t *loop, const char *label) {
   /* kernel launch (driver function) */
   unsigned long long ns = 1000000;
   void *args[] = {&ns};
-  CHECK_EQ_ERR(cudaev_launch_cufunc_async(loop, lc_spin, lc_dim(1), lc_dim(1), args, 0,
-                                          (cudaStream_t)s, &f),
-               cudaSuccess);
+  CHECK_EQ_ERR(
+      cudaev_launch_cufunc_async(loop, lc_spin, lc_dim(1), lc_dim(1), args, 0, (cudaStream_t)s, &f),
+      cudaSuccess);
   CHECK_EQ_ERR(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
   cudaev_future_release(f);
 
@@ -184,8 +185,9 @@ static void test_host_func(cudaev_loop_t *loop, const char *label) {
   LC_CU(d_cuMemHostGetDevicePointer(&hv, pv, 0));
   *pv = 0;
   cudaev_future_t *g;
-  CHECK_EQ_ERR(cudaev_memcpy_async(loop, pv, (void *)h.buf, 4, cudaMemcpyDeviceToHost, (cudaStream_t)s, &g),
-               cudaSuccess);
+  CHECK_EQ_ERR(
+      cudaev_memcpy_async(loop, pv, (void *)h.buf, 4, cudaMemcpyDeviceToHost, (cudaStream_t)s, &g),
+      cudaSuccess);
   CHECK_EQ_ERR(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
   CHECK_EQ_ERR(cudaev_future_wait(g, 5 * SEC), cudaSuccess);
   v = *pv;
@@ -235,7 +237,9 @@ static void test_blocking_threads(cudaev_loop_t *loop) {
 
 /* ---- foreign mode (raw epoll) with GPU work ------------------------------ */
 
-static void set_flag(cudaev_future_t *f, cudaError_t st, void *u) { atomic_store((atomic_int *)u, 1); }
+static void set_flag(cudaev_future_t *f, cudaError_t st, void *u) {
+  atomic_store((atomic_int *)u, 1);
+}
 
 static void test_foreign_gpu(void) {
   int f0 = failures; /* this section's own verdict */
@@ -265,7 +269,8 @@ static void test_foreign_gpu(void) {
   cudaev_future_release(f);
   LC_CU(d_cuStreamDestroy(s));
   cudaev_loop_destroy(loop);
-  fprintf(stderr, "foreign mode (epoll) with GPU work: %s (%d wakeups)\n", failures > f0 ? "FAIL" : "ok", wakeups);
+  fprintf(stderr, "foreign mode (epoll) with GPU work: %s (%d wakeups)\n",
+          failures > f0 ? "FAIL" : "ok", wakeups);
 }
 
 /* ---- notifications ---------------------------------------------------- */
@@ -279,7 +284,8 @@ static void test_notify(cudaev_loop_t *loop) {
   CHECK(e == cudaSuccess || e == cudaErrorNotSupported);
   if (e == cudaSuccess) CHECK_EQ_ERR(cudaev_notify_unregister(n), cudaSuccess);
   CHECK_EQ_ERR(cudaev_notify_register(loop, 9999, on_notify, NULL, &n), cudaErrorInvalidDevice);
-  fprintf(stderr, "notifications: register -> %s; %s\n", cudaev_error_name(e), failures > f0 ? "FAIL" : "ok");
+  fprintf(stderr, "notifications: register -> %s; %s\n", cudaev_error_name(e),
+          failures > f0 ? "FAIL" : "ok");
 }
 
 /* ---- a faulting kernel fails every pending future within 1 s ----------- */
@@ -302,7 +308,8 @@ static int fault_child(void) {
   lc_spin_on(s[0], 100000000ull);      /* 100 ms, then the fault */
   unsigned long long bad = 0x10;
   void *args[] = {&bad};
-  LC_RT(cudaev_launch_cufunc_async(loop, lc_fault, lc_dim(1), lc_dim(1), args, 0, (cudaStream_t)s[0], &f[2]));
+  LC_RT(cudaev_launch_cufunc_async(loop, lc_fault, lc_dim(1), lc_dim(1), args, 0,
+                                   (cudaStream_t)s[0], &f[2]));
   LC_RT(cudaev_stream_future(loop, (cudaStream_t)s[0], &f[3]));
   LC_RT(cudaev_when_all(loop, f, 4, &f[4]));
   uint64_t t0 = now_ns();

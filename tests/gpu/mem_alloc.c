@@ -84,9 +84,14 @@ int main(void) {
   TC(cudaFreeHost(NULL));
 
   static const unsigned alloc_flags[] = {
-      cudaHostAllocDefault, cudaHostAllocPortable, cudaHostAllocMapped,
-      cudaHostAllocWriteCombined, cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined,
-      8, 0x10, 0x80000000u};
+      cudaHostAllocDefault,
+      cudaHostAllocPortable,
+      cudaHostAllocMapped,
+      cudaHostAllocWriteCombined,
+      cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined,
+      8,
+      0x10,
+      0x80000000u};
   for (size_t i = 0; i < sizeof alloc_flags / sizeof alloc_flags[0]; i++) {
     h = NULL;
     cudaError_t e = cudaHostAlloc(&h, 1000, alloc_flags[i]);
@@ -112,9 +117,13 @@ int main(void) {
   long pg = sysconf(_SC_PAGESIZE);
   char *buf = NULL;
   if (posix_memalign((void **)&buf, (size_t)pg, (size_t)pg * 4) != 0) return 3;
-  static const unsigned reg_flags[] = {cudaHostRegisterDefault, cudaHostRegisterPortable,
-                                       cudaHostRegisterMapped, cudaHostRegisterReadOnly,
-                                       cudaHostRegisterPortable | cudaHostRegisterMapped, 0x10, 0x100};
+  static const unsigned reg_flags[] = {cudaHostRegisterDefault,
+                                       cudaHostRegisterPortable,
+                                       cudaHostRegisterMapped,
+                                       cudaHostRegisterReadOnly,
+                                       cudaHostRegisterPortable | cudaHostRegisterMapped,
+                                       0x10,
+                                       0x100};
   for (size_t i = 0; i < sizeof reg_flags / sizeof reg_flags[0]; i++) {
     cudaError_t e = cudaHostRegister(buf, (size_t)pg * 4, reg_flags[i]);
     printf("cudaHostRegister flags 0x%x -> %s (last %s)\n", reg_flags[i], cudaGetErrorName(e),

@@ -12,10 +12,12 @@
 /* Exports of both libraries that cuda_runtime_api.h only declares under
  * --default-stream per-thread. */
 extern cudaError_t cudaMemcpy_ptds(void *, const void *, size_t, enum cudaMemcpyKind);
-extern cudaError_t cudaMemcpyAsync_ptsz(void *, const void *, size_t, enum cudaMemcpyKind, cudaStream_t);
+extern cudaError_t cudaMemcpyAsync_ptsz(void *, const void *, size_t, enum cudaMemcpyKind,
+                                        cudaStream_t);
 extern cudaError_t cudaMemset_ptds(void *, int, size_t);
 extern cudaError_t cudaMemsetAsync_ptsz(void *, int, size_t, cudaStream_t);
-extern cudaError_t cudaMemPrefetchAsync_ptsz(const void *, size_t, struct cudaMemLocation, unsigned, cudaStream_t);
+extern cudaError_t cudaMemPrefetchAsync_ptsz(const void *, size_t, struct cudaMemLocation, unsigned,
+                                             cudaStream_t);
 
 static uint32_t sum(const void *p, size_t n) {
   const unsigned char *b = p;
@@ -87,7 +89,7 @@ int main(void) {
 
   /* bad kinds, sizes, pointers */
   TC(cudaMemcpy(dev, src, 10, (enum cudaMemcpyKind)5));
-  TC(cudaMemcpy(dev, src, 10, (enum cudaMemcpyKind)-1));
+  TC(cudaMemcpy(dev, src, 10, (enum cudaMemcpyKind) - 1));
   TC(cudaMemcpy(dev, src, 0, (enum cudaMemcpyKind)9));
   TC(cudaMemcpyAsync(dev, src, 10, (enum cudaMemcpyKind)5, 0));
   TC(cudaMemcpyAsync(dev, src, 0, (enum cudaMemcpyKind)9, 0));
@@ -165,7 +167,8 @@ int main(void) {
   TC(cudaDeviceSynchronize());
   int loc = -5, lt = -5, pl = -5, pt = -5;
   TC(cudaMemRangeGetAttribute(&loc, sizeof loc, cudaMemRangeAttributeLastPrefetchLocation, man, N));
-  TC(cudaMemRangeGetAttribute(&lt, sizeof lt, cudaMemRangeAttributeLastPrefetchLocationType, man, N));
+  TC(cudaMemRangeGetAttribute(&lt, sizeof lt, cudaMemRangeAttributeLastPrefetchLocationType, man,
+                              N));
   TC(cudaMemRangeGetAttribute(&pl, sizeof pl, cudaMemRangeAttributePreferredLocation, man, N));
   TC(cudaMemRangeGetAttribute(&pt, sizeof pt, cudaMemRangeAttributePreferredLocationType, man, N));
   printf("last prefetch=%d type=%d preferred=%d type=%d\n", loc, lt, pl, pt);

@@ -38,7 +38,8 @@ static void show_attrs(const char *what, cudaMemPool_t pool) {
   for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
     unsigned long long v = 0xdeadbeefull;
     int iv = -7;
-    cudaError_t e = cudaMemPoolGetAttribute(pool, list[i].a, list[i].wide ? (void *)&v : (void *)&iv);
+    cudaError_t e =
+        cudaMemPoolGetAttribute(pool, list[i].a, list[i].wide ? (void *)&v : (void *)&iv);
     if (e != cudaSuccess)
       printf(" %s=%s", list[i].name, cudaGetErrorName(e));
     else if (list[i].wide)

@@ -86,9 +86,10 @@ int main(void) {
   T(cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &v));
   memset(&out, 0, sizeof out);
   T(cudaStreamGetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &out));
-  printf("apw: same base %d bytes %zu hit %.2f props %d %d\n", out.accessPolicyWindow.base_ptr == buf,
-         out.accessPolicyWindow.num_bytes, out.accessPolicyWindow.hitRatio,
-         (int)out.accessPolicyWindow.hitProp, (int)out.accessPolicyWindow.missProp);
+  printf("apw: same base %d bytes %zu hit %.2f props %d %d\n",
+         out.accessPolicyWindow.base_ptr == buf, out.accessPolicyWindow.num_bytes,
+         out.accessPolicyWindow.hitRatio, (int)out.accessPolicyWindow.hitProp,
+         (int)out.accessPolicyWindow.missProp);
   T(cudaStreamGetAttribute(hi, cudaLaunchAttributePriority, &out));
   printf("priority attr is greatest: %d\n", out.priority == greatest);
   T(cudaStreamGetAttribute(s, cudaLaunchAttributeMemSyncDomain, &out));

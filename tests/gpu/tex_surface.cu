@@ -43,18 +43,21 @@ static void print_tex(cudaTextureObject_t t, bool has_view) {
   cudaTextureDesc d;
   memset(&d, 0x7f, sizeof d);
   cudaError_t e = cudaGetTextureObjectTextureDesc(&d, t);
-  printf("texdesc %s: addr %d %d %d filter %d read %d srgb %d norm %d aniso %u mipf %d bias %g clamp %g %g "
-         "notri %d seamless %d\n",
-         cudaGetErrorName(e), d.addressMode[0], d.addressMode[1], d.addressMode[2], d.filterMode, d.readMode,
-         d.sRGB, d.normalizedCoords, d.maxAnisotropy, d.mipmapFilterMode, d.mipmapLevelBias,
-         d.minMipmapLevelClamp, d.maxMipmapLevelClamp, d.disableTrilinearOptimization, d.seamlessCubemap);
+  printf(
+      "texdesc %s: addr %d %d %d filter %d read %d srgb %d norm %d aniso %u mipf %d bias %g clamp "
+      "%g %g "
+      "notri %d seamless %d\n",
+      cudaGetErrorName(e), d.addressMode[0], d.addressMode[1], d.addressMode[2], d.filterMode,
+      d.readMode, d.sRGB, d.normalizedCoords, d.maxAnisotropy, d.mipmapFilterMode,
+      d.mipmapLevelBias, d.minMipmapLevelClamp, d.maxMipmapLevelClamp,
+      d.disableTrilinearOptimization, d.seamlessCubemap);
   cudaResourceDesc r;
   memset(&r, 0, sizeof r);
   e = cudaGetTextureObjectResourceDesc(&r, t);
   printf("resdesc %s: type %d flags %u", cudaGetErrorName(e), r.resType, r.flags);
   if (r.resType == cudaResourceTypeLinear)
-    printf(" desc {%d,%d,%d,%d,%d} size %zu", r.res.linear.desc.x, r.res.linear.desc.y, r.res.linear.desc.z,
-           r.res.linear.desc.w, r.res.linear.desc.f, r.res.linear.sizeInBytes);
+    printf(" desc {%d,%d,%d,%d,%d} size %zu", r.res.linear.desc.x, r.res.linear.desc.y,
+           r.res.linear.desc.z, r.res.linear.desc.w, r.res.linear.desc.f, r.res.linear.sizeInBytes);
   if (r.resType == cudaResourceTypePitch2D)
     printf(" desc {%d,%d,%d,%d,%d} %zux%zu pitch %zu", r.res.pitch2D.desc.x, r.res.pitch2D.desc.y,
            r.res.pitch2D.desc.z, r.res.pitch2D.desc.w, r.res.pitch2D.desc.f, r.res.pitch2D.width,
@@ -64,8 +67,9 @@ static void print_tex(cudaTextureObject_t t, bool has_view) {
   memset(&v, 0, sizeof v);
   e = cudaGetTextureObjectResourceViewDesc(&v, t);
   if (has_view)
-    printf("viewdesc %s: format %d %zux%zux%zu levels %u-%u layers %u-%u\n", cudaGetErrorName(e), v.format,
-         v.width, v.height, v.depth, v.firstMipmapLevel, v.lastMipmapLevel, v.firstLayer, v.lastLayer);
+    printf("viewdesc %s: format %d %zux%zux%zu levels %u-%u layers %u-%u\n", cudaGetErrorName(e),
+           v.format, v.width, v.height, v.depth, v.firstMipmapLevel, v.lastMipmapLevel,
+           v.firstLayer, v.lastLayer);
   else
     printf("viewdesc %s\n", cudaGetErrorName(e));
   cudaGetLastError();
@@ -81,7 +85,8 @@ int main() {
   cudaArray_t in = NULL, out = NULL;
   CHECK(cudaMallocArray(&in, &fd, W, H, 0));
   CHECK(cudaMallocArray(&out, &fd, W, H, cudaArraySurfaceLoadStore));
-  CHECK(cudaMemcpy2DToArray(in, 0, 0, host, W * sizeof(float), W * sizeof(float), H, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy2DToArray(in, 0, 0, host, W * sizeof(float), W * sizeof(float), H,
+                            cudaMemcpyHostToDevice));
 
   cudaResourceDesc rin;
   memset(&rin, 0, sizeof rin);
@@ -115,7 +120,8 @@ int main() {
   TC(cudaGetLastError());
   TC(cudaDeviceSynchronize());
   float *res = (float *)malloc(W * H * sizeof(float));
-  TC(cudaMemcpy2DFromArray(res, W * sizeof(float), out, 0, 0, W * sizeof(float), H, cudaMemcpyDeviceToHost));
+  TC(cudaMemcpy2DFromArray(res, W * sizeof(float), out, 0, 0, W * sizeof(float), H,
+                           cudaMemcpyDeviceToHost));
   printf("tex->surf sum %016llx\n", sum(res, W * H * sizeof(float)));
 
   // linear filtering, normalized coordinates off
@@ -161,7 +167,8 @@ int main() {
   CHECK(cudaMallocPitch((void **)&pbuf, &pitch, 13 * sizeof(int), 5));
   int hi[13 * 5];
   for (int i = 0; i < 13 * 5; i++) hi[i] = i * i - 40;
-  CHECK(cudaMemcpy2D(pbuf, pitch, hi, 13 * sizeof(int), 13 * sizeof(int), 5, cudaMemcpyHostToDevice));
+  CHECK(
+      cudaMemcpy2D(pbuf, pitch, hi, 13 * sizeof(int), 13 * sizeof(int), 5, cudaMemcpyHostToDevice));
   cudaResourceDesc rp;
   memset(&rp, 0, sizeof rp);
   rp.resType = cudaResourceTypePitch2D;
@@ -242,8 +249,8 @@ int main() {
   TC(cudaCreateSurfaceObject(NULL, &rout));
   TC(cudaCreateSurfaceObject(&s, NULL));
   cudaSurfaceObject_t sbad = 0;
-  TC(cudaCreateSurfaceObject(&sbad, &rin)); // array without cudaArraySurfaceLoadStore
-  TC(cudaCreateSurfaceObject(&sbad, &rl));  // not an array
+  TC(cudaCreateSurfaceObject(&sbad, &rin));  // array without cudaArraySurfaceLoadStore
+  TC(cudaCreateSurfaceObject(&sbad, &rl));   // not an array
   TC(cudaGetTextureObjectTextureDesc(NULL, t));
   TC(cudaGetTextureObjectResourceDesc(NULL, t));
   TC(cudaGetTextureObjectResourceViewDesc(NULL, t));

@@ -25,23 +25,49 @@ static struct cudaExtent make_cudaExtent(size_t w, size_t h, size_t d) {
 
 /* ---- fake driver ----------------------------------------------------------- */
 
-static CUresult f_init(unsigned flags) { (void)flags; return CUDA_SUCCESS; }
-static CUresult f_count(int *n) { *n = 1; return CUDA_SUCCESS; }
-static CUresult f_get(CUdevice *d, int i) { *d = i; return CUDA_SUCCESS; }
+static CUresult f_init(unsigned flags) {
+  (void)flags;
+  return CUDA_SUCCESS;
+}
+static CUresult f_count(int *n) {
+  *n = 1;
+  return CUDA_SUCCESS;
+}
+static CUresult f_get(CUdevice *d, int i) {
+  *d = i;
+  return CUDA_SUCCESS;
+}
 static CUcontext f_cur;
-static CUresult f_getcur(CUcontext *c) { *c = f_cur; return CUDA_SUCCESS; }
-static CUresult f_setcur(CUcontext c) { f_cur = c; return CUDA_SUCCESS; }
-static CUresult f_ctxdev(CUdevice *d, CUcontext c) { (void)c; *d = 0; return CUDA_SUCCESS; }
-static CUresult f_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)(uintptr_t)0x1000; return CUDA_SUCCESS; }
+static CUresult f_getcur(CUcontext *c) {
+  *c = f_cur;
+  return CUDA_SUCCESS;
+}
+static CUresult f_setcur(CUcontext c) {
+  f_cur = c;
+  return CUDA_SUCCESS;
+}
+static CUresult f_ctxdev(CUdevice *d, CUcontext c) {
+  (void)c;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+static CUresult f_retain(CUcontext *c, CUdevice d) {
+  (void)d;
+  *c = (CUcontext)(uintptr_t)0x1000;
+  return CUDA_SUCCESS;
+}
 
 /* Two fake arrays: A1 of float4 (16-byte elements) 10 wide, A2 of uchar1. */
 #define A1 ((CUarray)(uintptr_t)0xa1)
 #define A2 ((CUarray)(uintptr_t)0xa2)
 static CUresult f_a3desc(CUDA_ARRAY3D_DESCRIPTOR *d, CUarray a) {
   memset(d, 0, sizeof *d);
-  if (a == A1) d->Format = CU_AD_FORMAT_FLOAT, d->NumChannels = 4, d->Width = 10, d->Height = 8;
-  else if (a == A2) d->Format = CU_AD_FORMAT_UNSIGNED_INT8, d->NumChannels = 1, d->Width = 40, d->Height = 8;
-  else return CUDA_ERROR_INVALID_HANDLE;
+  if (a == A1)
+    d->Format = CU_AD_FORMAT_FLOAT, d->NumChannels = 4, d->Width = 10, d->Height = 8;
+  else if (a == A2)
+    d->Format = CU_AD_FORMAT_UNSIGNED_INT8, d->NumChannels = 1, d->Width = 40, d->Height = 8;
+  else
+    return CUDA_ERROR_INVALID_HANDLE;
   return CUDA_SUCCESS;
 }
 
@@ -60,7 +86,10 @@ static CUresult f_copy2d(const CUDA_MEMCPY2D *m) {
   return CUDA_SUCCESS;
 }
 static CUDA_MEMCPY3D copy3;
-static CUresult f_copy3d(const CUDA_MEMCPY3D *m) { copy3 = *m; return CUDA_SUCCESS; }
+static CUresult f_copy3d(const CUDA_MEMCPY3D *m) {
+  copy3 = *m;
+  return CUDA_SUCCESS;
+}
 
 static CUDA_TEXTURE_DESC texd;
 static CUDA_RESOURCE_DESC resd;
@@ -72,7 +101,11 @@ static CUresult f_texcreate(CUtexObject *t, const CUDA_RESOURCE_DESC *r, const C
   *t = 7;
   return CUDA_SUCCESS;
 }
-static CUresult f_texgetdesc(CUDA_TEXTURE_DESC *d, CUtexObject t) { (void)t; *d = texd; return CUDA_SUCCESS; }
+static CUresult f_texgetdesc(CUDA_TEXTURE_DESC *d, CUtexObject t) {
+  (void)t;
+  *d = texd;
+  return CUDA_SUCCESS;
+}
 
 static void setup(void) {
   struct cudaev_driver t;
@@ -97,8 +130,8 @@ TestSuite(array, .init = setup);
 
 /* ---- channel formats ----------------------------------------------------------- */
 
-static cudaError_t conv(int x, int y, int z, int w, enum cudaChannelFormatKind f, CUarray_format *fmt,
-                        unsigned *n) {
+static cudaError_t conv(int x, int y, int z, int w, enum cudaChannelFormatKind f,
+                        CUarray_format *fmt, unsigned *n) {
   struct cudaChannelFormatDesc d = {x, y, z, w, f};
   return cudaev__channel_to_format(&d, fmt, n);
 }
@@ -118,20 +151,24 @@ Test(array, channel_formats_accepted) {
       {32, 32, 32, 32, cudaChannelFormatKindFloat, CU_AD_FORMAT_FLOAT, 4},
       {8, 8, 8, 0, cudaChannelFormatKindNV12, CU_AD_FORMAT_NV12, 3},
       {16, 16, 0, 0, cudaChannelFormatKindSignedNormalized16X2, CU_AD_FORMAT_SNORM_INT16X2, 2},
-      {8, 8, 8, 8, cudaChannelFormatKindUnsignedBlockCompressed7SRGB, CU_AD_FORMAT_BC7_UNORM_SRGB, 4},
+      {8, 8, 8, 8, cudaChannelFormatKindUnsignedBlockCompressed7SRGB, CU_AD_FORMAT_BC7_UNORM_SRGB,
+       4},
       {16, 16, 16, 0, cudaChannelFormatKindSignedBlockCompressed6H, CU_AD_FORMAT_BC6H_SF16, 3},
-      {10, 10, 10, 2, cudaChannelFormatKindUnsignedNormalized1010102, CU_AD_FORMAT_UNORM_INT_101010_2, 4},
+      {10, 10, 10, 2, cudaChannelFormatKindUnsignedNormalized1010102,
+       CU_AD_FORMAT_UNORM_INT_101010_2, 4},
   };
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
     CUarray_format fmt = 0;
     unsigned n = 0;
-    cr_expect_eq(conv(ok[i].x, ok[i].y, ok[i].z, ok[i].w, ok[i].f, &fmt, &n), cudaSuccess, "case %zu", i);
+    cr_expect_eq(conv(ok[i].x, ok[i].y, ok[i].z, ok[i].w, ok[i].f, &fmt, &n), cudaSuccess,
+                 "case %zu", i);
     cr_expect_eq(fmt, ok[i].fmt, "case %zu", i);
     cr_expect_eq(n, ok[i].n, "case %zu", i);
     /* and back */
     struct cudaChannelFormatDesc b = cudaev__channel_from_format(fmt, n);
-    cr_expect(b.x == ok[i].x && b.y == ok[i].y && b.z == ok[i].z && b.w == ok[i].w && b.f == ok[i].f,
-              "round trip %zu", i);
+    cr_expect(
+        b.x == ok[i].x && b.y == ok[i].y && b.z == ok[i].z && b.w == ok[i].w && b.f == ok[i].f,
+        "round trip %zu", i);
   }
 }
 
@@ -139,16 +176,26 @@ Test(array, channel_formats_rejected) {
   CUarray_format fmt;
   unsigned n;
   cr_expect_eq(cudaev__channel_to_format(NULL, &fmt, &n), cudaErrorInvalidValue);
-  cr_expect_eq(conv(8, 8, 8, 0, cudaChannelFormatKindUnsigned, &fmt, &n), cudaErrorInvalidChannelDescriptor);
-  cr_expect_eq(conv(8, 0, 8, 0, cudaChannelFormatKindUnsigned, &fmt, &n), cudaErrorInvalidChannelDescriptor);
-  cr_expect_eq(conv(8, 16, 0, 0, cudaChannelFormatKindSigned, &fmt, &n), cudaErrorInvalidChannelDescriptor);
-  cr_expect_eq(conv(8, 0, 0, 0, cudaChannelFormatKindFloat, &fmt, &n), cudaErrorInvalidChannelDescriptor);
-  cr_expect_eq(conv(64, 0, 0, 0, cudaChannelFormatKindSigned, &fmt, &n), cudaErrorInvalidChannelDescriptor);
-  cr_expect_eq(conv(0, 0, 0, 0, cudaChannelFormatKindUnsigned, &fmt, &n), cudaErrorInvalidChannelDescriptor);
-  cr_expect_eq(conv(0, 0, 0, 0, cudaChannelFormatKindNone, &fmt, &n), cudaErrorInvalidChannelDescriptor);
-  cr_expect_eq(conv(8, 8, 0, 0, cudaChannelFormatKindNV12, &fmt, &n), cudaErrorInvalidChannelDescriptor);
-  cr_expect_eq(conv(8, 0, 0, 0, (enum cudaChannelFormatKind)99, &fmt, &n), cudaErrorInvalidChannelDescriptor);
-  cr_expect_eq(conv(-8, 0, 0, 0, cudaChannelFormatKindSigned, &fmt, &n), cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(conv(8, 8, 8, 0, cudaChannelFormatKindUnsigned, &fmt, &n),
+               cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(conv(8, 0, 8, 0, cudaChannelFormatKindUnsigned, &fmt, &n),
+               cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(conv(8, 16, 0, 0, cudaChannelFormatKindSigned, &fmt, &n),
+               cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(conv(8, 0, 0, 0, cudaChannelFormatKindFloat, &fmt, &n),
+               cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(conv(64, 0, 0, 0, cudaChannelFormatKindSigned, &fmt, &n),
+               cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(conv(0, 0, 0, 0, cudaChannelFormatKindUnsigned, &fmt, &n),
+               cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(conv(0, 0, 0, 0, cudaChannelFormatKindNone, &fmt, &n),
+               cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(conv(8, 8, 0, 0, cudaChannelFormatKindNV12, &fmt, &n),
+               cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(conv(8, 0, 0, 0, (enum cudaChannelFormatKind)99, &fmt, &n),
+               cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(conv(-8, 0, 0, 0, cudaChannelFormatKindSigned, &fmt, &n),
+               cudaErrorInvalidChannelDescriptor);
 }
 
 Test(array, elem_sizes) {
@@ -292,7 +339,8 @@ Test(array, malloc_array_passes_format_and_flags) {
 Test(array, memcpy_to_array_wraps_rows) {
   char host[1024] = {0};
   ncopies = 0;
-  cr_assert_eq(cudaMemcpyToArray((cudaArray_t)A1, 8, 1, host, 500, cudaMemcpyHostToDevice), cudaSuccess);
+  cr_assert_eq(cudaMemcpyToArray((cudaArray_t)A1, 8, 1, host, 500, cudaMemcpyHostToDevice),
+               cudaSuccess);
   /* 152 (rest of row 1), 320 (rows 2-3 whole), 28 (start of row 4) */
   cr_assert_eq(ncopies, 3);
   cr_expect(copies[0].dstXInBytes == 8 && copies[0].dstY == 1 && copies[0].WidthInBytes == 152 &&
@@ -301,15 +349,18 @@ Test(array, memcpy_to_array_wraps_rows) {
             copies[1].Height == 2 && copies[1].srcPitch == 160 && copies[1].srcHost == host + 152);
   cr_expect(copies[2].dstXInBytes == 0 && copies[2].dstY == 4 && copies[2].WidthInBytes == 28 &&
             copies[2].Height == 1 && copies[2].srcHost == host + 472);
-  cr_expect_eq(cudaMemcpyToArray(NULL, 0, 0, host, 4, cudaMemcpyHostToDevice), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaMemcpyToArray(NULL, 0, 0, host, 4, cudaMemcpyHostToDevice),
+               cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
   /* NVIDIA's deprecated 1D copies succeed, copying nothing, for a kind past
    * cudaMemcpyDefault; a kind that makes the array side host memory is a
    * wrong direction */
   ncopies = 0;
-  cr_expect_eq(cudaMemcpyToArray((cudaArray_t)A1, 0, 0, host, 4, (enum cudaMemcpyKind)9), cudaSuccess);
+  cr_expect_eq(cudaMemcpyToArray((cudaArray_t)A1, 0, 0, host, 4, (enum cudaMemcpyKind)9),
+               cudaSuccess);
   cr_expect_eq(cudaMemcpyToArray(NULL, 0, 0, host, 4, (enum cudaMemcpyKind)11), cudaSuccess);
-  cr_expect_eq(cudaMemcpyToArray((cudaArray_t)A1, 0, 0, host, 0, cudaMemcpyHostToHost), cudaSuccess);
+  cr_expect_eq(cudaMemcpyToArray((cudaArray_t)A1, 0, 0, host, 0, cudaMemcpyHostToHost),
+               cudaSuccess);
   cr_expect_eq(ncopies, 0);
   cr_expect_eq(cudaMemcpyToArray((cudaArray_t)A1, 0, 0, host, 4, cudaMemcpyDeviceToHost),
                cudaErrorInvalidMemcpyDirection);
@@ -324,14 +375,15 @@ Test(array, memcpy2d_checks_pitch_and_kind) {
   ncopies = 0;
   cr_expect_eq(cudaMemcpy2D(a, 16, b, 32, 17, 2, cudaMemcpyHostToHost), cudaErrorInvalidPitchValue);
   cr_expect_eq(cudaMemcpy2D(a, 32, b, 16, 17, 2, cudaMemcpyHostToHost), cudaErrorInvalidPitchValue);
-  cr_expect_eq(cudaMemcpy2D(a, 32, b, 32, 17, 2, (enum cudaMemcpyKind)5), cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaMemcpy2D(a, 32, b, 32, 17, 2, (enum cudaMemcpyKind)5),
+               cudaErrorInvalidMemcpyDirection);
   cr_expect_eq(cudaMemcpy2D(a, 32, b, 32, 0, 2, cudaMemcpyHostToHost), cudaSuccess);
   cr_expect_eq(ncopies, 0);
   cr_expect_eq(cudaMemcpy2D(a, 32, b, 24, 17, 3, cudaMemcpyHostToHost), cudaSuccess);
   cr_assert_eq(ncopies, 1);
-  cr_expect(copies[0].srcMemoryType == CU_MEMORYTYPE_HOST && copies[0].dstMemoryType == CU_MEMORYTYPE_HOST &&
-            copies[0].srcPitch == 24 && copies[0].dstPitch == 32 && copies[0].WidthInBytes == 17 &&
-            copies[0].Height == 3);
+  cr_expect(copies[0].srcMemoryType == CU_MEMORYTYPE_HOST &&
+            copies[0].dstMemoryType == CU_MEMORYTYPE_HOST && copies[0].srcPitch == 24 &&
+            copies[0].dstPitch == 32 && copies[0].WidthInBytes == 17 && copies[0].Height == 3);
 }
 
 /* ---- texture descriptors -------------------------------------------------------------- */
@@ -375,8 +427,8 @@ Test(array, texture_desc_flags_round_trip) {
   t.seamlessCubemap = 1;
   t.disableTrilinearOptimization = 1;
   cr_assert_eq(cudaCreateTextureObject(&o, &r, &t, NULL), cudaSuccess);
-  cr_expect_eq(texd.flags,
-               CU_TRSF_READ_AS_INTEGER | CU_TRSF_SEAMLESS_CUBEMAP | CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION);
+  cr_expect_eq(texd.flags, CU_TRSF_READ_AS_INTEGER | CU_TRSF_SEAMLESS_CUBEMAP |
+                               CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION);
   cr_assert_eq(cudaGetTextureObjectTextureDesc(&back, o), cudaSuccess);
   cr_expect_eq(memcmp(&back, &t, sizeof t), 0);
 
@@ -393,26 +445,34 @@ Test(array, array_copies_kinds_and_handles) {
   ncopies = 0;
   cr_expect_eq(cudaMemcpyFromArray(host, (cudaArray_t)A1, 0, 0, 4, cudaMemcpyHostToDevice),
                cudaErrorInvalidMemcpyDirection);
-  cr_expect_eq(cudaMemcpyFromArray(host, (cudaArray_t)A1, 0, 0, 4, (enum cudaMemcpyKind)11), cudaSuccess);
-  cr_expect_eq(cudaMemcpyFromArray(host, NULL, 0, 0, 4, cudaMemcpyDeviceToHost), cudaErrorInvalidResourceHandle);
-  cr_expect_eq(cudaMemcpyArrayToArray((cudaArray_t)A1, 0, 0, (cudaArray_t)A1, 0, 0, 4, cudaMemcpyHostToDevice),
-               cudaErrorInvalidMemcpyDirection);
-  cr_expect_eq(cudaMemcpyArrayToArray((cudaArray_t)A1, 0, 0, (cudaArray_t)A1, 0, 0, 4, (enum cudaMemcpyKind)11),
-               cudaErrorInvalidMemcpyDirection);
-  cr_expect_eq(cudaMemcpyArrayToArray(NULL, 0, 0, (cudaArray_t)A1, 0, 0, 4, cudaMemcpyDeviceToDevice),
+  cr_expect_eq(cudaMemcpyFromArray(host, (cudaArray_t)A1, 0, 0, 4, (enum cudaMemcpyKind)11),
+               cudaSuccess);
+  cr_expect_eq(cudaMemcpyFromArray(host, NULL, 0, 0, 4, cudaMemcpyDeviceToHost),
                cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaMemcpyArrayToArray((cudaArray_t)A1, 0, 0, (cudaArray_t)A1, 0, 0, 4,
+                                      cudaMemcpyHostToDevice),
+               cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaMemcpyArrayToArray((cudaArray_t)A1, 0, 0, (cudaArray_t)A1, 0, 0, 4,
+                                      (enum cudaMemcpyKind)11),
+               cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(
+      cudaMemcpyArrayToArray(NULL, 0, 0, (cudaArray_t)A1, 0, 0, 4, cudaMemcpyDeviceToDevice),
+      cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaMemcpy2DToArray(NULL, 0, 0, host, 16, 16, 2, cudaMemcpyHostToDevice),
                cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaMemcpy2DFromArray(host, 16, NULL, 0, 0, 16, 2, cudaMemcpyDeviceToHost),
                cudaErrorInvalidResourceHandle);
-  cr_expect_eq(cudaMemcpy2DArrayToArray((cudaArray_t)A1, 0, 0, NULL, 0, 0, 16, 1, cudaMemcpyDeviceToDevice),
-               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(
+      cudaMemcpy2DArrayToArray((cudaArray_t)A1, 0, 0, NULL, 0, 0, 16, 1, cudaMemcpyDeviceToDevice),
+      cudaErrorInvalidResourceHandle);
   /* kind before handle, and an empty copy before both */
   cr_expect_eq(cudaMemcpy2DToArray(NULL, 0, 0, host, 16, 16, 2, cudaMemcpyDeviceToHost),
                cudaErrorInvalidMemcpyDirection);
-  cr_expect_eq(cudaMemcpy2DToArray(NULL, 0, 0, host, 16, 0, 2, (enum cudaMemcpyKind)9), cudaSuccess);
-  cr_expect_eq(cudaMemcpy2DFromArray(host, 16, (cudaArray_t)A1, 0, 0, 16, 2, cudaMemcpyHostToDevice),
-               cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaMemcpy2DToArray(NULL, 0, 0, host, 16, 0, 2, (enum cudaMemcpyKind)9),
+               cudaSuccess);
+  cr_expect_eq(
+      cudaMemcpy2DFromArray(host, 16, (cudaArray_t)A1, 0, 0, 16, 2, cudaMemcpyHostToDevice),
+      cudaErrorInvalidMemcpyDirection);
   cr_expect_eq(cudaMemcpy2DArrayToArray((cudaArray_t)A1, 0, 0, (cudaArray_t)A1, 0, 0, 16, 1,
                                         cudaMemcpyDeviceToHost),
                cudaErrorInvalidMemcpyDirection);
@@ -420,7 +480,8 @@ Test(array, array_copies_kinds_and_handles) {
   /* a pitch is checked only with a second row: one row goes to the driver */
   cr_expect_eq(cudaMemcpy2DToArray((cudaArray_t)A1, 0, 0, host, 10, 11, 2, cudaMemcpyHostToDevice),
                cudaErrorInvalidPitchValue);
-  cr_expect_eq(cudaMemcpy2DToArray((cudaArray_t)A1, 0, 0, host, 10, 11, 1, cudaMemcpyHostToDevice), cudaSuccess);
+  cr_expect_eq(cudaMemcpy2DToArray((cudaArray_t)A1, 0, 0, host, 10, 11, 1, cudaMemcpyHostToDevice),
+               cudaSuccess);
   cr_expect_eq(cudaMemcpy2D(host, 10, host + 100, 10, 11, 1, cudaMemcpyHostToHost), cudaSuccess);
   cr_expect_eq(ncopies, 2);
 }

@@ -32,13 +32,15 @@ static char *run_probe(const char *tag, const char *libdir, const char *extra) {
   snprintf(out, sizeof out, "%s/diff-%s.out", b, tag);
   snprintf(err, sizeof err, "%s/diff-%s.err", b, tag);
   const char *old = getenv("LD_LIBRARY_PATH");
-  snprintf(cmd, sizeof cmd, "LD_LIBRARY_PATH='%s%s%s%s%s' '%s/tests/unit/cudart-probe' > '%s' 2> '%s'",
-           libdir, extra ? ":" : "", extra ? extra : "", old ? ":" : "", old ? old : "", b, out, err);
+  snprintf(cmd, sizeof cmd,
+           "LD_LIBRARY_PATH='%s%s%s%s%s' '%s/tests/unit/cudart-probe' > '%s' 2> '%s'", libdir,
+           extra ? ":" : "", extra ? extra : "", old ? ":" : "", old ? old : "", b, out, err);
   cr_assert_eq(system(cmd), 0, "probe failed: %s", cmd);
   char *e = slurp(err);
   char real[4096];
   cr_assert_not_null(realpath(libdir, real));
-  cr_assert_not_null(strstr(e, real), "[%s] the probe did not map a libcudart from %s:\n%s", tag, real, e);
+  cr_assert_not_null(strstr(e, real), "[%s] the probe did not map a libcudart from %s:\n%s", tag,
+                     real, e);
   return slurp(out);
 }
 
@@ -68,7 +70,8 @@ static void compare(const char *extra, const char *tag) {
     while (sb > ours && sb[-1] != '\n') sb--;
     sscanf(sa, "%255[^\n]", la);
     sscanf(sb, "%255[^\n]", lb);
-    cr_assert_fail("[%s] transcripts differ at line %d:\n  NVIDIA: %s\n  cudaev: %s", tag, line, la, lb);
+    cr_assert_fail("[%s] transcripts differ at line %d:\n  NVIDIA: %s\n  cudaev: %s", tag, line, la,
+                   lb);
   }
   cr_expect_gt(strlen(nv), 1000u);
 }

@@ -67,7 +67,8 @@ Test(driver, table_has_per_thread_variants) {
   /* The _ptsz/_ptds members exist beside the legacy ones. */
   cr_expect(offsetof(struct cudaev_driver, cuMemcpyAsync_ptsz) !=
             offsetof(struct cudaev_driver, cuMemcpyAsync));
-  cr_expect(offsetof(struct cudaev_driver, cuMemcpy_ptds) != offsetof(struct cudaev_driver, cuMemcpy));
+  cr_expect(offsetof(struct cudaev_driver, cuMemcpy_ptds) !=
+            offsetof(struct cudaev_driver, cuMemcpy));
 }
 
 Test(context, lazy_init_retains_primary_once_and_makes_it_current) {
@@ -109,7 +110,11 @@ Test(context, set_device_initialises_and_checks_ordinals) {
 }
 
 static int resets;
-static CUresult fake_reset(CUdevice d) { (void)d; resets++; return CUDA_SUCCESS; }
+static CUresult fake_reset(CUdevice d) {
+  (void)d;
+  resets++;
+  return CUDA_SUCCESS;
+}
 
 Test(context, reset_gives_the_primary_context_back) {
   fake_driver_base(&fake);
@@ -132,7 +137,8 @@ Test(device, flags_are_checked_before_the_driver) {
   fake_driver_base(&fake);
   cudaev__driver_install(&fake, 13000);
   cr_expect_eq(cudaSetDeviceFlags(0x100), cudaErrorInvalidValue);
-  cr_expect_eq(cudaSetDeviceFlags(cudaDeviceScheduleSpin | cudaDeviceScheduleYield), cudaErrorInvalidValue);
+  cr_expect_eq(cudaSetDeviceFlags(cudaDeviceScheduleSpin | cudaDeviceScheduleYield),
+               cudaErrorInvalidValue);
   cr_expect_eq(cudaInitDevice(0, 0x100, 0), cudaErrorInvalidValue);
   cr_expect_eq(cudaInitDevice(3, 0, 0), cudaErrorInvalidDevice);
 }

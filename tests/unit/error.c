@@ -8,8 +8,8 @@
 static struct cudaev_driver fake;
 
 Test(error, every_runtime_code_has_a_name_and_text) {
-#define CHECK_ONE(code, name, text)                                  \
-  cr_expect_str_eq(cudaGetErrorName((cudaError_t)code), #name);      \
+#define CHECK_ONE(code, name, text)                             \
+  cr_expect_str_eq(cudaGetErrorName((cudaError_t)code), #name); \
   cr_expect_str_eq(cudaGetErrorString((cudaError_t)code), text);
   CUDAEV_ERROR_TABLE(CHECK_ONE)
 #undef CHECK_ONE
@@ -43,7 +43,8 @@ Test(error, driver_codes_map_to_runtime_codes) {
   cr_expect_eq(cudaev__error_from_cu(CUDA_ERROR_NOT_INITIALIZED), cudaErrorInitializationError);
   cr_expect_eq(cudaev__error_from_cu(CUDA_ERROR_INVALID_HANDLE), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaev__error_from_cu(CUDA_ERROR_INVALID_CONTEXT), cudaErrorDeviceUninitialized);
-  cr_expect_eq(cudaev__error_from_cu(CUDA_ERROR_NO_BINARY_FOR_GPU), cudaErrorNoKernelImageForDevice);
+  cr_expect_eq(cudaev__error_from_cu(CUDA_ERROR_NO_BINARY_FOR_GPU),
+               cudaErrorNoKernelImageForDevice);
   cr_expect_eq(cudaev__error_from_cu(CUDA_ERROR_ILLEGAL_ADDRESS), cudaErrorIllegalAddress);
   cr_expect_eq(cudaev__error_from_cu(CUDA_ERROR_LAUNCH_FAILED), cudaErrorLaunchFailure);
   cr_expect_eq(cudaev__error_from_cu(CUDA_ERROR_STUB_LIBRARY), cudaErrorStubLibrary);
@@ -78,7 +79,10 @@ Test(error, last_error_is_per_thread_and_cleared_by_get) {
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDevice);
 }
 
-static CUresult failing_init(unsigned int flags) { (void)flags; return CUDA_ERROR_NO_DEVICE; }
+static CUresult failing_init(unsigned int flags) {
+  (void)flags;
+  return CUDA_ERROR_NO_DEVICE;
+}
 
 Test(error, init_failure_is_reported_forever) {
   fake_driver_base(&fake);
@@ -98,7 +102,10 @@ Test(error, init_failure_is_reported_forever) {
   cr_expect_eq(cudaGetLastError(), cudaErrorNoDevice);
 }
 
-static CUresult zero_devices(int *n) { *n = 0; return CUDA_SUCCESS; }
+static CUresult zero_devices(int *n) {
+  *n = 0;
+  return CUDA_SUCCESS;
+}
 
 Test(error, zero_devices_is_no_device) {
   fake_driver_base(&fake);

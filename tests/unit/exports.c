@@ -51,8 +51,7 @@ Test(exports, match_nvidia_reference_list) {
     for (int i = 0; i < ns; i++) cr_expect_str_eq(shared_names[i], reference[i]);
   }
 
-  snprintf(cmd, sizeof cmd,
-           "nm -D --defined-only '%s/libcudart.so.13' > '%s/exports-nm.txt'",
+  snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s/libcudart.so.13' > '%s/exports-nm.txt'",
            env("CUDAEV_BUILD_DIR"), env("CUDAEV_BUILD_DIR"));
   cr_assert_eq(system(cmd), 0);
   snprintf(path, sizeof path, "%s/exports-nm.txt", env("CUDAEV_BUILD_DIR"));
@@ -87,9 +86,12 @@ Test(exports, match_nvidia_reference_list) {
   cr_expect_eq(n, nref, "exported %d cudart names, reference has %d", n, nref);
   for (int i = 0, j = 0; i < n || j < nref;) {
     int c = i >= n ? 1 : j >= nref ? -1 : strcmp(exported[i], reference[j]);
-    if (c < 0) cr_expect_fail("exported but not in NVIDIA's list: %s", exported[i++]);
-    else if (c > 0) cr_expect_fail("missing export: %s", reference[j++]);
-    else i++, j++;
+    if (c < 0)
+      cr_expect_fail("exported but not in NVIDIA's list: %s", exported[i++]);
+    else if (c > 0)
+      cr_expect_fail("missing export: %s", reference[j++]);
+    else
+      i++, j++;
   }
   (void)ours;
 }
@@ -97,7 +99,8 @@ Test(exports, match_nvidia_reference_list) {
 Test(exports, soname_and_no_libcuda) {
   char cmd[8192], path[4096];
   snprintf(path, sizeof path, "%s/readelf-d.txt", env("CUDAEV_BUILD_DIR"));
-  snprintf(cmd, sizeof cmd, "readelf -d '%s/libcudart.so.13' > '%s'", env("CUDAEV_BUILD_DIR"), path);
+  snprintf(cmd, sizeof cmd, "readelf -d '%s/libcudart.so.13' > '%s'", env("CUDAEV_BUILD_DIR"),
+           path);
   cr_assert_eq(system(cmd), 0);
   FILE *f = fopen(path, "r");
   cr_assert_not_null(f);
@@ -105,7 +108,8 @@ Test(exports, soname_and_no_libcuda) {
   bool soname = false;
   while (fgets(line, sizeof line, f)) {
     if (strstr(line, "(SONAME)")) soname = strstr(line, "[libcudart.so.13]") != NULL;
-    if (strstr(line, "(NEEDED)")) cr_expect_null(strstr(line, "libcuda"), "links libcuda: %s", line);
+    if (strstr(line, "(NEEDED)"))
+      cr_expect_null(strstr(line, "libcuda"), "links libcuda: %s", line);
   }
   fclose(f);
   cr_expect(soname, "SONAME is not libcudart.so.13");

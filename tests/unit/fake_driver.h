@@ -11,13 +11,32 @@
 
 /* One device, initialised, with a primary context that can be made
  * current: the smallest driver the runtime starts on. */
-static CUresult fake_init(unsigned int flags) { (void)flags; return CUDA_SUCCESS; }
-static CUresult fake_count_one(int *n) { *n = 1; return CUDA_SUCCESS; }
-static CUresult fake_device_get(CUdevice *d, int ordinal) { *d = ordinal; return CUDA_SUCCESS; }
+static CUresult fake_init(unsigned int flags) {
+  (void)flags;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_count_one(int *n) {
+  *n = 1;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_device_get(CUdevice *d, int ordinal) {
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
 static _Thread_local CUcontext fake_current;
-static CUresult fake_ctx_get_current(CUcontext *c) { *c = fake_current; return CUDA_SUCCESS; }
-static CUresult fake_ctx_set_current(CUcontext c) { fake_current = c; return CUDA_SUCCESS; }
-static CUresult fake_ctx_get_device(CUdevice *d, CUcontext c) { (void)c; *d = 0; return CUDA_SUCCESS; }
+static CUresult fake_ctx_get_current(CUcontext *c) {
+  *c = fake_current;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_ctx_set_current(CUcontext c) {
+  fake_current = c;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_ctx_get_device(CUdevice *d, CUcontext c) {
+  (void)c;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
 static int fake_retains;
 static CUresult fake_primary_retain(CUcontext *c, CUdevice d) {
   (void)d;
@@ -25,7 +44,11 @@ static CUresult fake_primary_retain(CUcontext *c, CUdevice d) {
   *c = (CUcontext)(uintptr_t)0x1000;
   return CUDA_SUCCESS;
 }
-static CUresult fake_primary_release(CUdevice d) { (void)d; fake_retains--; return CUDA_SUCCESS; }
+static CUresult fake_primary_release(CUdevice d) {
+  (void)d;
+  fake_retains--;
+  return CUDA_SUCCESS;
+}
 static CUresult fake_primary_state(CUdevice d, unsigned *flags, int *active) {
   (void)d;
   *flags = 0;

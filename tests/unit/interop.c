@@ -40,8 +40,14 @@ static struct {
 #endif
 } got;
 
-static CUresult f_count_two(int *n) { *n = 2; return CUDA_SUCCESS; }
-static CUresult f_device_get(CUdevice *d, int ordinal) { *d = 100 + ordinal; return CUDA_SUCCESS; }
+static CUresult f_count_two(int *n) {
+  *n = 2;
+  return CUDA_SUCCESS;
+}
+static CUresult f_device_get(CUdevice *d, int ordinal) {
+  *d = 100 + ordinal;
+  return CUDA_SUCCESS;
+}
 
 #if GRAPHICS
 /* EGL */
@@ -193,8 +199,8 @@ static struct cudaChannelFormatDesc chan(int x, int y, int z, int w, enum cudaCh
 static void expect_chan(struct cudaChannelFormatDesc d, int x, int y, int z, int w,
                         enum cudaChannelFormatKind f) {
   cr_expect(d.x == x && d.y == y && d.z == z && d.w == w && d.f == f,
-            "channel desc {%d,%d,%d,%d,%d}, expected {%d,%d,%d,%d,%d}", d.x, d.y, d.z, d.w, d.f,
-            x, y, z, w, f);
+            "channel desc {%d,%d,%d,%d,%d}, expected {%d,%d,%d,%d,%d}", d.x, d.y, d.z, d.w, d.f, x,
+            y, z, w, f);
 }
 
 /* ---- EGL: runtime frame -> driver frame ---------------------------------- */
@@ -207,8 +213,10 @@ Test(interop, present_pitch_frame_goes_down_as_its_first_plane) {
   f.planeCount = 2;
   f.frame.pPitch[0] = (struct cudaPitchedPtr){(void *)0x1000, 4096, 1920, 1080};
   f.frame.pPitch[1] = (struct cudaPitchedPtr){(void *)0x2000, 4096, 960, 540};
-  f.planeDesc[0] = (cudaEglPlaneDesc){1920, 1080, 0, 2048, 1, chan(8, 0, 0, 0, cudaChannelFormatKindUnsigned), {0}};
-  f.planeDesc[1] = (cudaEglPlaneDesc){960, 540, 0, 2048, 2, chan(8, 8, 0, 0, cudaChannelFormatKindUnsigned), {0}};
+  f.planeDesc[0] = (cudaEglPlaneDesc){
+      1920, 1080, 0, 2048, 1, chan(8, 0, 0, 0, cudaChannelFormatKindUnsigned), {0}};
+  f.planeDesc[1] = (cudaEglPlaneDesc){
+      960, 540, 0, 2048, 2, chan(8, 8, 0, 0, cudaChannelFormatKindUnsigned), {0}};
   cudaStream_t s = (cudaStream_t)(uintptr_t)0x99;
   cr_assert_eq(cudaEGLStreamProducerPresentFrame(CONN, f, &s), cudaSuccess);
   cr_assert_eq(got.calls, 1);
@@ -235,7 +243,8 @@ Test(interop, present_array_frame) {
   f.eglColorFormat = cudaEglColorFormatRGBA;
   f.planeCount = 1;
   f.frame.pArray[0] = (cudaArray_t)(uintptr_t)0xa000;
-  f.planeDesc[0] = (cudaEglPlaneDesc){640, 480, 1, 0, 4, chan(32, 32, 32, 32, cudaChannelFormatKindFloat), {0}};
+  f.planeDesc[0] =
+      (cudaEglPlaneDesc){640, 480, 1, 0, 4, chan(32, 32, 32, 32, cudaChannelFormatKindFloat), {0}};
   cr_assert_eq(cudaEGLStreamProducerPresentFrame(CONN, f, NULL), cudaSuccess);
   cr_expect_eq(got.frame.frame.pArray[0], (CUarray)(uintptr_t)0xa000);
   cr_expect_eq(got.frame.frameType, CU_EGL_FRAME_TYPE_ARRAY);
@@ -251,7 +260,8 @@ Test(interop, present_frame_rejected_before_the_driver) {
   cudaEglFrame f;
   memset(&f, 0, sizeof f);
   f.planeCount = 1;
-  f.planeDesc[0] = (cudaEglPlaneDesc){16, 16, 0, 16, 1, chan(8, 0, 0, 0, cudaChannelFormatKindUnsigned), {0}};
+  f.planeDesc[0] =
+      (cudaEglPlaneDesc){16, 16, 0, 16, 1, chan(8, 0, 0, 0, cudaChannelFormatKindUnsigned), {0}};
   f.frameType = (cudaEglFrameType)7;
   cr_expect_eq(cudaEGLStreamProducerPresentFrame(CONN, f, NULL), cudaErrorInvalidValue);
   f.frameType = cudaEglFrameTypePitch;
@@ -375,7 +385,8 @@ Test(interop, mapped_frame_errors_leave_the_frame_alone) {
 Test(interop, egl_pass_through) {
   cudaGraphicsResource_t r = NULL;
   cr_expect_eq(cudaGraphicsEGLRegisterImage(&r, (EGLImageKHR)(uintptr_t)0x42,
-                                            cudaGraphicsRegisterFlagsReadOnly), cudaSuccess);
+                                            cudaGraphicsRegisterFlagsReadOnly),
+               cudaSuccess);
   cr_expect_eq(r, (cudaGraphicsResource_t)(uintptr_t)0x42);
   cr_expect_eq(got.flags, cudaGraphicsRegisterFlagsReadOnly);
   cr_expect_eq(cudaGraphicsEGLRegisterImage(NULL, NULL, 0), cudaErrorInvalidValue);
@@ -452,8 +463,9 @@ Test(interop, gl_buffer_objects) {
 
 Test(interop, gl_register_image) {
   cudaGraphicsResource_t r = NULL;
-  cr_expect_eq(cudaGraphicsGLRegisterImage(&r, 3, GL_TEXTURE_2D,
-                                           cudaGraphicsRegisterFlagsSurfaceLoadStore), cudaSuccess);
+  cr_expect_eq(
+      cudaGraphicsGLRegisterImage(&r, 3, GL_TEXTURE_2D, cudaGraphicsRegisterFlagsSurfaceLoadStore),
+      cudaSuccess);
   cr_expect_eq(r, (cudaGraphicsResource_t)(uintptr_t)0x6000);
   cr_expect_eq(got.obj, 3);
   cr_expect_eq(got.target, GL_TEXTURE_2D);

@@ -35,12 +35,12 @@
 #endif
 
 static int failures;
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);    \
-      failures++;                                                              \
-    }                                                                          \
+#define CHECK(c)                                                            \
+  do {                                                                      \
+    if (!(c)) {                                                             \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
+      failures++;                                                           \
+    }                                                                       \
   } while (0)
 
 enum { CHILD_LIMIT_S = 20 };
@@ -55,12 +55,10 @@ static int in_child(void (*fn)(void)) {
     fn();
     _exit(99); /* fn must exit itself */
   }
-  if (pid < 0)
-    return -1;
+  if (pid < 0) return -1;
   for (int i = 0; i < CHILD_LIMIT_S * 100; i++) {
     int st;
-    if (waitpid(pid, &st, WNOHANG) == pid)
-      return st;
+    if (waitpid(pid, &st, WNOHANG) == pid) return st;
     usleep(10000);
   }
   kill(pid, SIGKILL);
@@ -71,19 +69,14 @@ static int in_child(void (*fn)(void)) {
 static bool exited_zero(int st, const char *what) {
   bool ok = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
   if (!ok)
-    fprintf(stderr,
-            "%s: child status %d (exited %d code %d, signalled %d sig %d)\n",
-            what, st, st != -1 && WIFEXITED(st),
-            st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1,
-            st != -1 && WIFSIGNALED(st),
-            st != -1 && WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+    fprintf(stderr, "%s: child status %d (exited %d code %d, signalled %d sig %d)\n", what, st,
+            st != -1 && WIFEXITED(st), st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+            st != -1 && WIFSIGNALED(st), st != -1 && WIFSIGNALED(st) ? WTERMSIG(st) : -1);
   return ok;
 }
 
 static atomic_int cb_runs;
-static void count_cb(cudaev_future_t *f, cudaError_t s, void *u) {
-  atomic_fetch_add(&cb_runs, 1);
-}
+static void count_cb(cudaev_future_t *f, cudaError_t s, void *u) { atomic_fetch_add(&cb_runs, 1); }
 
 /* Keeps the loop thread busy: a posted call that re-posts itself. */
 static void busy_fn(cudaev_loop_t *loop, void *u) {
@@ -96,18 +89,15 @@ static void busy_fn(cudaev_loop_t *loop, void *u) {
 static void exit_with_pending(void) {
   cudaev_loop_t *d = cudaev_loop_default();
   cudaev_loop_t *forgotten;
-  if (d == NULL || cudaev_loop_new_thread(&forgotten) != cudaSuccess)
-    _exit(2);
+  if (d == NULL || cudaev_loop_new_thread(&forgotten) != cudaSuccess) _exit(2);
   cudaev_future_t *f[64];
   for (int i = 0; i < 64; i++) {
-    if (cudaev_promise_new(i % 2 ? d : forgotten, &f[i]) != cudaSuccess)
-      _exit(3);
+    if (cudaev_promise_new(i % 2 ? d : forgotten, &f[i]) != cudaSuccess) _exit(3);
     cudaev_future_then(f[i], count_cb, NULL);
   }
   /* Half of them complete (their continuations are on their way), the
    * rest stay pending; both loops are mid-work. */
-  for (int i = 0; i < 64; i += 2)
-    cudaev_promise_set(f[i], cudaSuccess);
+  for (int i = 0; i < 64; i += 2) cudaev_promise_set(f[i], cudaSuccess);
   cudaev_loop_post(d, busy_fn, NULL);
   cudaev_loop_post(forgotten, busy_fn, NULL);
   usleep(2000);
@@ -120,12 +110,10 @@ static void exit_cb(cudaev_loop_t *loop, void *u) { exit(0); }
 static void exit_from_loop_thread(void) {
   cudaev_loop_t *d = cudaev_loop_default();
   cudaev_loop_t *other;
-  if (d == NULL || cudaev_loop_new_thread(&other) != cudaSuccess)
-    _exit(2);
+  if (d == NULL || cudaev_loop_new_thread(&other) != cudaSuccess) _exit(2);
   cudaev_loop_post(other, busy_fn, NULL);
   cudaev_loop_post(d, exit_cb, NULL);
-  for (;;)
-    pause();
+  for (;;) pause();
 }
 
 /* A child forked from a process whose default loop runs: the parent's
@@ -133,27 +121,20 @@ static void exit_from_loop_thread(void) {
  * its own loop, which works, and exit does not try to join the parent's. */
 static cudaev_loop_t *parent_default;
 static void forked_child(void) {
-  if (UNDER_TSAN)
-    exit(0);
+  if (UNDER_TSAN) exit(0);
   cudaev_loop_t *d = cudaev_loop_default();
-  if (d == NULL)
-    _exit(2);
-  if (d == parent_default)
-    _exit(3);
+  if (d == NULL) _exit(2);
+  if (d == parent_default) _exit(3);
   cudaev_future_t *f;
-  if (cudaev_promise_new(d, &f) != cudaSuccess)
-    _exit(4);
+  if (cudaev_promise_new(d, &f) != cudaSuccess) _exit(4);
   atomic_store(&cb_runs, 0);
   cudaev_future_then(f, count_cb, NULL);
   cudaev_promise_set(f, cudaSuccess);
-  for (int i = 0; i < 5000 && atomic_load(&cb_runs) == 0; i++)
-    usleep(1000);
-  if (atomic_load(&cb_runs) != 1)
-    _exit(5);
+  for (int i = 0; i < 5000 && atomic_load(&cb_runs) == 0; i++) usleep(1000);
+  if (atomic_load(&cb_runs) != 1) _exit(5);
   cudaev_future_release(f);
   /* Leave one pending for the exit handler. */
-  if (cudaev_promise_new(d, &f) != cudaSuccess)
-    _exit(6);
+  if (cudaev_promise_new(d, &f) != cudaSuccess) _exit(6);
   exit(0);
 }
 
@@ -166,28 +147,24 @@ static void check_default_works(void) {
   atomic_store(&cb_runs, 0);
   cudaev_future_then(f, count_cb, NULL);
   cudaev_promise_set(f, cudaSuccess);
-  for (int i = 0; i < 5000 && atomic_load(&cb_runs) == 0; i++)
-    usleep(1000);
+  for (int i = 0; i < 5000 && atomic_load(&cb_runs) == 0; i++) usleep(1000);
   CHECK(atomic_load(&cb_runs) == 1);
   cudaev_future_release(f);
 }
 
 int main(void) {
   CHECK(exited_zero(in_child(exit_with_pending), "exit with pending promises"));
-  CHECK(exited_zero(in_child(exit_from_loop_thread),
-                    "exit from the loop thread"));
+  CHECK(exited_zero(in_child(exit_from_loop_thread), "exit from the loop thread"));
 
   /* This process now gets a default loop, forks, and exits through main's
    * return with the default loop running (the exit handler joins it). */
   parent_default = cudaev_loop_default();
   CHECK(parent_default != NULL);
   check_default_works();
-  for (int i = 0; i < 3; i++)
-    CHECK(exited_zero(in_child(forked_child), "forked child"));
+  for (int i = 0; i < 3; i++) CHECK(exited_zero(in_child(forked_child), "forked child"));
   check_default_works();
   cudaev_future_t *pending;
   CHECK(cudaev_promise_new(parent_default, &pending) == cudaSuccess);
-  if (failures == 0)
-    printf("loop_exit: ok\n");
+  if (failures == 0) printf("loop_exit: ok\n");
   return failures ? 1 : 0;
 }

@@ -81,8 +81,14 @@ struct order_ctx {
   cudaev_future_t *again;
   int late;
 };
-static void ord0(cudaev_future_t *f, cudaError_t s, void *u) { struct order_ctx *c = u; c->seq[c->n++] = 0; }
-static void ord1(cudaev_future_t *f, cudaError_t s, void *u) { struct order_ctx *c = u; c->seq[c->n++] = 1; }
+static void ord0(cudaev_future_t *f, cudaError_t s, void *u) {
+  struct order_ctx *c = u;
+  c->seq[c->n++] = 0;
+}
+static void ord1(cudaev_future_t *f, cudaError_t s, void *u) {
+  struct order_ctx *c = u;
+  c->seq[c->n++] = 1;
+}
 static void late_cb(cudaev_future_t *f, cudaError_t s, void *u) { ((struct order_ctx *)u)->late++; }
 static void ord2(cudaev_future_t *f, cudaError_t s, void *u) {
   struct order_ctx *c = u;
@@ -259,7 +265,9 @@ static void post_fn(cudaev_loop_t *loop, void *u) {
   c->th = pthread_self();
   atomic_store(&c->done, 1);
 }
-static void set_flag_cb(cudaev_future_t *f, cudaError_t s, void *u) { atomic_store((atomic_int *)u, 1); }
+static void set_flag_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  atomic_store((atomic_int *)u, 1);
+}
 
 static void *setter(void *arg) {
   usleep(2000);
@@ -462,7 +470,8 @@ Test(loop_stress, then_races_completion) {
   for (int i = 0; i < 4; i++) pthread_join(a[i], NULL);
   pthread_join(b, NULL);
   for (int i = 0; i < 5000 && atomic_load(&r.calls) < 4 * r.n; i++) usleep(1000);
-  cr_expect_eq(atomic_load(&r.calls), 4 * r.n, "calls %ld pending %zu", (long)atomic_load(&r.calls), cudaev_loop_pending(loop));
+  cr_expect_eq(atomic_load(&r.calls), 4 * r.n, "calls %ld pending %zu", (long)atomic_load(&r.calls),
+               cudaev_loop_pending(loop));
   for (long i = 0; i < r.n; i++) {
     cr_expect_eq(cudaev_future_wait(r.fs[i], -1), cudaSuccess);
     cudaev_future_release(r.fs[i]);
@@ -472,9 +481,7 @@ Test(loop_stress, then_races_completion) {
 }
 
 /* Waiters on many threads wake when another thread completes. */
-static void *waiter(void *arg) {
-  return (void *)(intptr_t)cudaev_future_wait(arg, 5000000000LL);
-}
+static void *waiter(void *arg) { return (void *)(intptr_t)cudaev_future_wait(arg, 5000000000LL); }
 Test(loop_stress, many_waiters) {
   cudaev_loop_t *loop;
   cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);

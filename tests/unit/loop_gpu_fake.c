@@ -84,8 +84,10 @@ static CUresult push_op(CUstream s, struct op o) {
     dl.tv_sec += 10;
     while (f->depth >= QMAX && !atomic_load(&faulted) && atomic_load(&gpu_run))
       if (pthread_cond_timedwait(&drained, &mu, &dl) != 0) {
-        fprintf(stderr, "fake driver: enqueue blocked 10 s on a full stream (%u pending): "
-                        "a real GPU would deadlock here\n", f->depth);
+        fprintf(stderr,
+                "fake driver: enqueue blocked 10 s on a full stream (%u pending): "
+                "a real GPU would deadlock here\n",
+                f->depth);
         abort();
       }
     if (atomic_load(&faulted)) {
@@ -97,8 +99,10 @@ static CUresult push_op(CUstream s, struct op o) {
   f->depth++;
   if (p->kind == OP_RECORD) p->seq = atomic_fetch_add(&p->ev->recorded, 1) + 1;
   if (p->kind == OP_WAITEV) p->seq = atomic_load(&p->ev->recorded);
-  if (f->tail) f->tail->next = p;
-  else f->head = p;
+  if (f->tail)
+    f->tail->next = p;
+  else
+    f->head = p;
   f->tail = p;
   pthread_mutex_unlock(&mu);
   return CUDA_SUCCESS;
@@ -120,7 +124,8 @@ static bool run_one(struct fstream *f) {
   case OP_DELAY:
     /* In slices, so that a fault or teardown interrupts long "kernels". */
     pthread_mutex_unlock(&mu);
-    for (unsigned t = 0; t < o->delay_us && atomic_load(&gpu_run) && !atomic_load(&faulted); t += 1000)
+    for (unsigned t = 0; t < o->delay_us && atomic_load(&gpu_run) && !atomic_load(&faulted);
+         t += 1000)
       usleep(o->delay_us - t < 1000 ? o->delay_us - t : 1000);
     pthread_mutex_lock(&mu);
     break;
@@ -160,15 +165,41 @@ static bool stream_idle(CUstream s) {
 /* ---- driver entry points --------------------------------------------------- */
 
 static CUresult f_init(unsigned f) { return CUDA_SUCCESS; }
-static CUresult f_count(int *n) { *n = 1; return CUDA_SUCCESS; }
-static CUresult f_get(CUdevice *d, int i) { *d = i; return CUDA_SUCCESS; }
-static CUresult f_retain(CUcontext *c, CUdevice d) { *c = the_ctx; return CUDA_SUCCESS; }
+static CUresult f_count(int *n) {
+  *n = 1;
+  return CUDA_SUCCESS;
+}
+static CUresult f_get(CUdevice *d, int i) {
+  *d = i;
+  return CUDA_SUCCESS;
+}
+static CUresult f_retain(CUcontext *c, CUdevice d) {
+  *c = the_ctx;
+  return CUDA_SUCCESS;
+}
 static CUresult f_release(CUdevice d) { return CUDA_SUCCESS; }
-static CUresult f_getcur(CUcontext *c) { *c = cur; return CUDA_SUCCESS; }
-static CUresult f_setcur(CUcontext c) { cur = c; return CUDA_SUCCESS; }
-static CUresult f_push(CUcontext c) { stack[depth++] = cur; cur = c; return CUDA_SUCCESS; }
-static CUresult f_pop(CUcontext *c) { if (c) *c = cur; cur = stack[--depth]; return CUDA_SUCCESS; }
-static CUresult f_ctxdev(CUdevice *d, CUcontext c) { *d = 0; return CUDA_SUCCESS; }
+static CUresult f_getcur(CUcontext *c) {
+  *c = cur;
+  return CUDA_SUCCESS;
+}
+static CUresult f_setcur(CUcontext c) {
+  cur = c;
+  return CUDA_SUCCESS;
+}
+static CUresult f_push(CUcontext c) {
+  stack[depth++] = cur;
+  cur = c;
+  return CUDA_SUCCESS;
+}
+static CUresult f_pop(CUcontext *c) {
+  if (c) *c = cur;
+  cur = stack[--depth];
+  return CUDA_SUCCESS;
+}
+static CUresult f_ctxdev(CUdevice *d, CUcontext c) {
+  *d = 0;
+  return CUDA_SUCCESS;
+}
 static CUresult f_screate(CUstream *s, unsigned fl) {
   struct fstream *f = calloc(1, sizeof *f);
   pthread_mutex_lock(&mu);
@@ -198,9 +229,18 @@ static CUresult f_csync(CUcontext c) {
     usleep(50);
   }
 }
-static CUresult f_hostalloc(void **p, size_t n, unsigned fl) { *p = calloc(1, n); return CUDA_SUCCESS; }
-static CUresult f_hostdev(CUdeviceptr *d, void *p, unsigned fl) { *d = (CUdeviceptr)p; return CUDA_SUCCESS; }
-static CUresult f_freehost(void *p) { free(p); return CUDA_SUCCESS; }
+static CUresult f_hostalloc(void **p, size_t n, unsigned fl) {
+  *p = calloc(1, n);
+  return CUDA_SUCCESS;
+}
+static CUresult f_hostdev(CUdeviceptr *d, void *p, unsigned fl) {
+  *d = (CUdeviceptr)p;
+  return CUDA_SUCCESS;
+}
+static CUresult f_freehost(void *p) {
+  free(p);
+  return CUDA_SUCCESS;
+}
 static CUresult f_write(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned fl) {
   if (!atomic_load(&writes_supported)) return CUDA_ERROR_NOT_SUPPORTED;
   return push_op(s, (struct op){.kind = OP_WRITE, .addr = (volatile uint32_t *)a, .val = v});
@@ -215,7 +255,8 @@ static CUresult f_hostfn(CUstream s, CUhostFn fn, void *arg) {
   return push_op(s, (struct op){.kind = OP_HOSTFN, .fn = fn, .arg = arg});
 }
 static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                         unsigned by, unsigned bz, unsigned sh, CUstream s, void **args, void **extra) {
+                         unsigned by, unsigned bz, unsigned sh, CUstream s, void **args,
+                         void **extra) {
   return push_op(s, (struct op){.kind = OP_DELAY, .delay_us = (unsigned)(uintptr_t)f});
 }
 /* A "graph" whose handle is its run time in microseconds. */
@@ -233,9 +274,12 @@ static CUresult f_equery(CUevent e) {
   if (atomic_load(&faulted)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   struct fevent *v = (struct fevent *)e;
   return atomic_load(&v->reached) == atomic_load(&v->recorded) ? CUDA_SUCCESS
-                                                                : CUDA_ERROR_NOT_READY;
+                                                               : CUDA_ERROR_NOT_READY;
 }
-static CUresult f_edestroy(CUevent e) { free(e); return CUDA_SUCCESS; }
+static CUresult f_edestroy(CUevent e) {
+  free(e);
+  return CUDA_SUCCESS;
+}
 static CUresult f_swaitev(CUstream s, CUevent e, unsigned fl) {
   return push_op(s, (struct op){.kind = OP_WAITEV, .ev = (struct fevent *)e});
 }
@@ -427,7 +471,8 @@ Test(loop_gpu_fake, event_fallback_without_stream_memops) {
                  cudaSuccess);
     cudaev_future_then(f[i], count_cb, &c);
   }
-  cr_expect_eq(cudaev_future_result(f[N - 1]), cudaErrorNotReady, "completed before the GPU got there");
+  cr_expect_eq(cudaev_future_result(f[N - 1]), cudaErrorNotReady,
+               "completed before the GPU got there");
   cudaev_future_t *all;
   cr_assert_eq(cudaev_when_all(loop, f, N, &all), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(all, 10 * SEC), cudaSuccess);
@@ -550,7 +595,9 @@ Test(loop_gpu_fake, destroy_with_pending_gpu_work_and_gates) {
   free((void *)h.after);
 }
 
-static void set_flag(cudaev_future_t *f, cudaError_t s, void *u) { atomic_store((atomic_int *)u, 1); }
+static void set_flag(cudaev_future_t *f, cudaError_t s, void *u) {
+  atomic_store((atomic_int *)u, 1);
+}
 
 Test(loop_gpu_fake, foreign_loop_sleeps_and_is_woken_by_armed_host_function) {
   cudaev_loop_t *loop;
@@ -738,8 +785,9 @@ Test(loop_gpu_fake, graph_launch_future) {
   CUstream s;
   f_screate(&s, 0);
   cudaev_future_t *f;
-  cr_assert_eq(cudaev_graph_launch_async(loop, (cudaGraphExec_t)(uintptr_t)30000, (cudaStream_t)s, &f),
-               cudaSuccess);
+  cr_assert_eq(
+      cudaev_graph_launch_async(loop, (cudaGraphExec_t)(uintptr_t)30000, (cudaStream_t)s, &f),
+      cudaSuccess);
   cr_expect_eq(cudaev_future_result(f), cudaErrorNotReady);
   cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
   /* An armed wakeup may still follow the marker on the stream. */

@@ -14,12 +14,12 @@
 #include "cudaev.h"
 
 static int failures;
-#define CHECK(c)                                                          \
-  do {                                                                    \
-    if (!(c)) {                                                           \
+#define CHECK(c)                                                            \
+  do {                                                                      \
+    if (!(c)) {                                                             \
       fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                         \
-    }                                                                     \
+      failures++;                                                           \
+    }                                                                       \
   } while (0)
 
 #define THREADS 32
@@ -130,7 +130,8 @@ static void test_then_race(void) {
 /* Combinators whose inputs complete on other threads. */
 static void *set_all(void *arg) {
   cudaev_future_t **in = arg;
-  for (int i = 0; i < 64; i++) cudaev_promise_set(in[i], i == 40 ? cudaErrorInvalidValue : cudaSuccess);
+  for (int i = 0; i < 64; i++)
+    cudaev_promise_set(in[i], i == 40 ? cudaErrorInvalidValue : cudaSuccess);
   return NULL;
 }
 static void test_combinators_threads(void) {
@@ -177,7 +178,9 @@ struct feed {
   cudaev_loop_t *loop;
   atomic_long done;
 };
-static void feed_cb(cudaev_future_t *f, cudaError_t s, void *u) { atomic_fetch_add(&((struct feed *)u)->done, 1); }
+static void feed_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  atomic_fetch_add(&((struct feed *)u)->done, 1);
+}
 static void *feeder(void *arg) {
   struct feed *fd = arg;
   for (int i = 0; i < 2000; i++) {

@@ -31,7 +31,11 @@ static CUresult f_alloc(CUdeviceptr *p, size_t n) {
   *p = 0x7000;
   return next;
 }
-static CUresult f_free(CUdeviceptr p) { RECORD("cuMemFree"); got.d = p; return next; }
+static CUresult f_free(CUdeviceptr p) {
+  RECORD("cuMemFree");
+  got.d = p;
+  return next;
+}
 static CUresult f_host_alloc(void **p, size_t n, unsigned flags) {
   RECORD("cuMemHostAlloc");
   got.n = n;
@@ -39,7 +43,11 @@ static CUresult f_host_alloc(void **p, size_t n, unsigned flags) {
   *p = (void *)0x8000;
   return next;
 }
-static CUresult f_free_host(void *p) { RECORD("cuMemFreeHost"); got.hdst = p; return next; }
+static CUresult f_free_host(void *p) {
+  RECORD("cuMemFreeHost");
+  got.hdst = p;
+  return next;
+}
 static CUresult f_host_register(void *p, size_t n, unsigned flags) {
   RECORD("cuMemHostRegister");
   got.hdst = p;
@@ -60,39 +68,148 @@ static CUresult f_managed(CUdeviceptr *p, size_t n, unsigned flags) {
   *p = 0x9000;
   return next;
 }
-static CUresult f_htod(CUdeviceptr d, const void *s, size_t n) { RECORD("HtoD"); got.d = d; got.hsrc = s; got.n = n; return next; }
-static CUresult f_htod_ptds(CUdeviceptr d, const void *s, size_t n) { RECORD("HtoD_ptds"); got.d = d; got.hsrc = s; got.n = n; return next; }
-static CUresult f_dtoh(void *d, CUdeviceptr s, size_t n) { RECORD("DtoH"); got.hdst = d; got.s = s; got.n = n; return next; }
-static CUresult f_dtoh_ptds(void *d, CUdeviceptr s, size_t n) { RECORD("DtoH_ptds"); got.hdst = d; got.s = s; got.n = n; return next; }
-static CUresult f_dtod(CUdeviceptr d, CUdeviceptr s, size_t n) { RECORD("DtoD"); got.d = d; got.s = s; got.n = n; return next; }
-static CUresult f_dtod_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { RECORD("DtoD_ptds"); got.d = d; got.s = s; got.n = n; return next; }
-static CUresult f_memcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { RECORD("cuMemcpy"); got.d = d; got.s = s; got.n = n; return next; }
-static CUresult f_memcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { RECORD("cuMemcpy_ptds"); got.d = d; got.s = s; got.n = n; return next; }
-static CUresult f_htod_a(CUdeviceptr d, const void *s, size_t n, CUstream st) { RECORD("HtoDAsync"); got.d = d; got.hsrc = s; got.n = n; got.st = st; return next; }
-static CUresult f_dtoh_a(void *d, CUdeviceptr s, size_t n, CUstream st) { RECORD("DtoHAsync"); got.hdst = d; got.s = s; got.n = n; got.st = st; return next; }
-static CUresult f_dtod_a(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { RECORD("DtoDAsync"); got.d = d; got.s = s; got.n = n; got.st = st; return next; }
-static CUresult f_memcpy_a(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { RECORD("cuMemcpyAsync"); got.d = d; got.s = s; got.n = n; got.st = st; return next; }
-static CUresult f_memset(CUdeviceptr d, unsigned char uc, size_t n) { RECORD("cuMemsetD8"); got.d = d; got.uc = uc; got.n = n; return next; }
-static CUresult f_memset_ptds(CUdeviceptr d, unsigned char uc, size_t n) { RECORD("cuMemsetD8_ptds"); got.d = d; got.uc = uc; got.n = n; return next; }
-static CUresult f_memset_a(CUdeviceptr d, unsigned char uc, size_t n, CUstream st) { RECORD("cuMemsetD8Async"); got.d = d; got.uc = uc; got.n = n; got.st = st; return next; }
+static CUresult f_htod(CUdeviceptr d, const void *s, size_t n) {
+  RECORD("HtoD");
+  got.d = d;
+  got.hsrc = s;
+  got.n = n;
+  return next;
+}
+static CUresult f_htod_ptds(CUdeviceptr d, const void *s, size_t n) {
+  RECORD("HtoD_ptds");
+  got.d = d;
+  got.hsrc = s;
+  got.n = n;
+  return next;
+}
+static CUresult f_dtoh(void *d, CUdeviceptr s, size_t n) {
+  RECORD("DtoH");
+  got.hdst = d;
+  got.s = s;
+  got.n = n;
+  return next;
+}
+static CUresult f_dtoh_ptds(void *d, CUdeviceptr s, size_t n) {
+  RECORD("DtoH_ptds");
+  got.hdst = d;
+  got.s = s;
+  got.n = n;
+  return next;
+}
+static CUresult f_dtod(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  RECORD("DtoD");
+  got.d = d;
+  got.s = s;
+  got.n = n;
+  return next;
+}
+static CUresult f_dtod_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  RECORD("DtoD_ptds");
+  got.d = d;
+  got.s = s;
+  got.n = n;
+  return next;
+}
+static CUresult f_memcpy(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  RECORD("cuMemcpy");
+  got.d = d;
+  got.s = s;
+  got.n = n;
+  return next;
+}
+static CUresult f_memcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  RECORD("cuMemcpy_ptds");
+  got.d = d;
+  got.s = s;
+  got.n = n;
+  return next;
+}
+static CUresult f_htod_a(CUdeviceptr d, const void *s, size_t n, CUstream st) {
+  RECORD("HtoDAsync");
+  got.d = d;
+  got.hsrc = s;
+  got.n = n;
+  got.st = st;
+  return next;
+}
+static CUresult f_dtoh_a(void *d, CUdeviceptr s, size_t n, CUstream st) {
+  RECORD("DtoHAsync");
+  got.hdst = d;
+  got.s = s;
+  got.n = n;
+  got.st = st;
+  return next;
+}
+static CUresult f_dtod_a(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+  RECORD("DtoDAsync");
+  got.d = d;
+  got.s = s;
+  got.n = n;
+  got.st = st;
+  return next;
+}
+static CUresult f_memcpy_a(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+  RECORD("cuMemcpyAsync");
+  got.d = d;
+  got.s = s;
+  got.n = n;
+  got.st = st;
+  return next;
+}
+static CUresult f_memset(CUdeviceptr d, unsigned char uc, size_t n) {
+  RECORD("cuMemsetD8");
+  got.d = d;
+  got.uc = uc;
+  got.n = n;
+  return next;
+}
+static CUresult f_memset_ptds(CUdeviceptr d, unsigned char uc, size_t n) {
+  RECORD("cuMemsetD8_ptds");
+  got.d = d;
+  got.uc = uc;
+  got.n = n;
+  return next;
+}
+static CUresult f_memset_a(CUdeviceptr d, unsigned char uc, size_t n, CUstream st) {
+  RECORD("cuMemsetD8Async");
+  got.d = d;
+  got.uc = uc;
+  got.n = n;
+  got.st = st;
+  return next;
+}
 static CUresult f_peer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {
   RECORD("cuMemcpyPeer");
-  got.d = d; got.c1 = dc; got.s = s; got.c2 = sc; got.n = n;
+  got.d = d;
+  got.c1 = dc;
+  got.s = s;
+  got.c2 = sc;
+  got.n = n;
   return next;
 }
 static CUresult f_prefetch(CUdeviceptr d, size_t n, CUmemLocation l, unsigned flags, CUstream st) {
   RECORD("cuMemPrefetchAsync");
-  got.d = d; got.n = n; got.loc = l; got.flags = flags; got.st = st;
+  got.d = d;
+  got.n = n;
+  got.loc = l;
+  got.flags = flags;
+  got.st = st;
   return next;
 }
 static CUresult f_advise(CUdeviceptr d, size_t n, CUmem_advise a, CUmemLocation l) {
   RECORD("cuMemAdvise");
-  got.d = d; got.n = n; got.flags = (unsigned)a; got.loc = l;
+  got.d = d;
+  got.n = n;
+  got.flags = (unsigned)a;
+  got.loc = l;
   return next;
 }
 
 /* Two devices, each with its own primary context (0x1000 + ordinal). */
-static CUresult f_count_two(int *n) { *n = 2; return CUDA_SUCCESS; }
+static CUresult f_count_two(int *n) {
+  *n = 2;
+  return CUDA_SUCCESS;
+}
 static CUresult f_retain(CUcontext *c, CUdevice d) {
   *c = (CUcontext)(uintptr_t)(0x1000 + d);
   return CUDA_SUCCESS;
@@ -162,7 +279,8 @@ Test(memory, host_alloc_flags) {
   void *p = (void *)1;
   cr_expect_eq(cudaHostAlloc(&p, 64, 8), cudaErrorInvalidValue);
   cr_expect_eq(got.calls, 0);
-  cr_expect_eq(cudaHostAlloc(&p, 64, cudaHostAllocMapped | cudaHostAllocWriteCombined), cudaSuccess);
+  cr_expect_eq(cudaHostAlloc(&p, 64, cudaHostAllocMapped | cudaHostAllocWriteCombined),
+               cudaSuccess);
   cr_expect_eq(got.flags, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED);
   cr_expect_eq(cudaMallocHost(&p, 32), cudaSuccess);
   cr_expect_eq(got.flags, 0);
@@ -179,8 +297,9 @@ Test(memory, host_register) {
   char buf[64];
   cr_expect_eq(cudaHostRegister(buf, sizeof buf, 0x10), cudaErrorInvalidValue);
   cr_expect_eq(got.calls, 0);
-  cr_expect_eq(cudaHostRegister(buf, sizeof buf, cudaHostRegisterReadOnly | cudaHostRegisterIoMemory),
-               cudaSuccess);
+  cr_expect_eq(
+      cudaHostRegister(buf, sizeof buf, cudaHostRegisterReadOnly | cudaHostRegisterIoMemory),
+      cudaSuccess);
   cr_expect_eq(got.flags, CU_MEMHOSTREGISTER_READ_ONLY | CU_MEMHOSTREGISTER_IOMEMORY);
   next = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
   cr_expect_eq(cudaHostRegister(buf, sizeof buf, 0), cudaErrorHostMemoryAlreadyRegistered);
@@ -244,7 +363,7 @@ Test(memory, memcpy_kinds) {
   cr_expect_str_eq(got.fn, "cuMemcpy_ptds");
   int before = got.calls;
   cr_expect_eq(cudaMemcpy(dv, h, 3, (enum cudaMemcpyKind)5), cudaErrorInvalidMemcpyDirection);
-  cr_expect_eq(cudaMemcpy(dv, h, 3, (enum cudaMemcpyKind)-1), cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaMemcpy(dv, h, 3, (enum cudaMemcpyKind) - 1), cudaErrorInvalidMemcpyDirection);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidMemcpyDirection);
   cr_expect_eq(cudaMemcpy(dv, h, 0, cudaMemcpyHostToDevice), cudaSuccess);
   cudaGetLastError();
@@ -275,7 +394,8 @@ Test(memory, memcpy_async_streams) {
   cr_expect_eq(cudaMemcpyAsync_ptsz(dv, dv, 8, cudaMemcpyDefault, cudaStreamLegacy), cudaSuccess);
   cr_expect_str_eq(got.fn, "cuMemcpyAsync");
   cr_expect_eq(got.st, CU_STREAM_LEGACY);
-  cr_expect_eq(cudaMemcpyAsync(dv, h, 8, (enum cudaMemcpyKind)7, s), cudaErrorInvalidMemcpyDirection);
+  cr_expect_eq(cudaMemcpyAsync(dv, h, 8, (enum cudaMemcpyKind)7, s),
+               cudaErrorInvalidMemcpyDirection);
 }
 
 Test(memory, memset_value_and_streams) {
@@ -319,7 +439,8 @@ Test(memory, destroyed_stream_refused) {
   cudaStream_t s = (cudaStream_t)(uintptr_t)0x4240;
   cudaev__handle_bury(s);
   int before = got.calls;
-  cr_expect_eq(cudaMemcpyAsync(dv, h, 8, cudaMemcpyHostToDevice, s), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaMemcpyAsync(dv, h, 8, cudaMemcpyHostToDevice, s),
+               cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaMemsetAsync(dv, 0, 8, s), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaMemcpyPeerAsync(dv, 0, dv, 0, 8, s), cudaErrorInvalidResourceHandle);
   struct cudaMemLocation l = {cudaMemLocationTypeDevice, 0};
@@ -338,7 +459,8 @@ Test(memory, prefetch_and_advise_locations) {
   cr_expect_eq(got.loc.id, 1);
   cr_expect_eq(got.st, (CUstream)s);
   struct cudaMemLocation host = {cudaMemLocationTypeHost, 0};
-  cr_expect_eq(cudaMemAdvise((void *)0x9000, 64, cudaMemAdviseSetPreferredLocation, host), cudaSuccess);
+  cr_expect_eq(cudaMemAdvise((void *)0x9000, 64, cudaMemAdviseSetPreferredLocation, host),
+               cudaSuccess);
   cr_expect_eq(got.loc.type, CU_MEM_LOCATION_TYPE_HOST);
   cr_expect_eq(got.flags, CU_MEM_ADVISE_SET_PREFERRED_LOCATION);
 }

@@ -28,7 +28,12 @@ static CUresult f_alloc_async(CUdeviceptr *p, size_t n, CUstream st) {
   *p = 0xa000;
   return CUDA_SUCCESS;
 }
-static CUresult f_free_async(CUdeviceptr p, CUstream st) { (void)p; got.calls++; got.st = st; return CUDA_SUCCESS; }
+static CUresult f_free_async(CUdeviceptr p, CUstream st) {
+  (void)p;
+  got.calls++;
+  got.st = st;
+  return CUDA_SUCCESS;
+}
 static CUresult f_pool_create(CUmemoryPool *p, const CUmemPoolProps *props) {
   got.calls++;
   got.props = *props;
@@ -68,7 +73,7 @@ static CUresult f_ptr_attrs(unsigned n, CUpointer_attribute *a, void **data, CUd
   for (unsigned i = 0; i < n; i++) {
     switch (a[i]) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-      *(unsigned *)data[i] = p == P_HOST ? CU_MEMORYTYPE_HOST
+      *(unsigned *)data[i] = p == P_HOST                       ? CU_MEMORYTYPE_HOST
                              : p == P_DEVICE || p == P_MANAGED ? CU_MEMORYTYPE_DEVICE
                                                                : 0;
       break;
@@ -76,9 +81,7 @@ static CUresult f_ptr_attrs(unsigned n, CUpointer_attribute *a, void **data, CUd
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
       if (p != P_PLAIN) *(int *)data[i] = 1;
       break;
-    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-      *(CUdeviceptr *)data[i] = p == P_PLAIN ? 0 : p;
-      break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data[i] = p == P_PLAIN ? 0 : p; break;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
       *(void **)data[i] = p == P_HOST || p == P_MANAGED ? (void *)p : NULL;
       break;
@@ -88,7 +91,10 @@ static CUresult f_ptr_attrs(unsigned n, CUpointer_attribute *a, void **data, CUd
   return CUDA_SUCCESS;
 }
 
-static CUresult f_count_two(int *n) { *n = 2; return CUDA_SUCCESS; }
+static CUresult f_count_two(int *n) {
+  *n = 2;
+  return CUDA_SUCCESS;
+}
 static CUresult f_retain(CUcontext *c, CUdevice d) {
   *c = (CUcontext)(uintptr_t)(0x1000 + d);
   return CUDA_SUCCESS;
@@ -213,9 +219,9 @@ Test(mempool, null_pointers_refused) {
   cr_expect_eq(cudaMemPoolExportPointer(NULL, (void *)0x7000), cudaErrorInvalidValue);
   cr_expect_eq(cudaMemPoolImportPointer(NULL, pool, &x), cudaErrorInvalidValue);
   cr_expect_eq(cudaMemPoolImportPointer(&p, pool, NULL), cudaErrorInvalidValue);
-  cr_expect_eq(cudaMemPoolExportToShareableHandle(NULL, pool, cudaMemHandleTypePosixFileDescriptor,
-                                                  0),
-               cudaErrorInvalidValue);
+  cr_expect_eq(
+      cudaMemPoolExportToShareableHandle(NULL, pool, cudaMemHandleTypePosixFileDescriptor, 0),
+      cudaErrorInvalidValue);
   cr_expect_eq(cudaMemPoolImportFromShareableHandle(NULL, (void *)3,
                                                     cudaMemHandleTypePosixFileDescriptor, 0),
                cudaErrorInvalidValue);
@@ -238,7 +244,8 @@ Test(mempool, destroyed_stream_refused) {
 Test(mempool, default_pool_location) {
   cudaMemPool_t pool;
   struct cudaMemLocation l = {cudaMemLocationTypeDevice, 0};
-  cr_expect_eq(cudaMemGetDefaultMemPool(&pool, NULL, cudaMemAllocationTypePinned), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMemGetDefaultMemPool(&pool, NULL, cudaMemAllocationTypePinned),
+               cudaErrorInvalidValue);
   cr_expect_eq(cudaMemGetDefaultMemPool(&pool, &l, cudaMemAllocationTypeManaged), cudaSuccess);
   cr_expect_eq(got.type, CU_MEM_ALLOCATION_TYPE_MANAGED);
   cr_expect_eq(got.loc.type, CU_MEM_LOCATION_TYPE_DEVICE);

@@ -19,9 +19,9 @@ void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *de
                             dim3 *bDim, dim3 *gDim, int *wSize);
 void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
                        const char *deviceName, int ext, size_t size, int constant, int global);
-void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress,
-                              char *deviceAddress, const char *deviceName, int ext, size_t size,
-                              int constant, int global);
+void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress,
+                              const char *deviceName, int ext, size_t size, int constant,
+                              int global);
 char __cudaInitModule(void **fatCubinHandle);
 unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
                                      struct CUstream_st *stream);
@@ -30,8 +30,8 @@ cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sh
 cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun);
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
                                size_t sharedMem, cudaStream_t stream);
-cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                                    void **args, size_t sharedMem, cudaStream_t stream);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+                                    size_t sharedMem, cudaStream_t stream);
 
 struct wrapper {
   int magic, version;
@@ -212,10 +212,10 @@ Test(register_, config_stack_is_lifo_and_per_thread) {
   dim3 g, b;
   size_t sm;
   cudaStream_t s;
-  cr_assert_eq(__cudaPushCallConfiguration((dim3){1, 2, 3}, (dim3){4, 5, 6}, 7,
-                                           (cudaStream_t)0x10), 0);
-  cr_assert_eq(__cudaPushCallConfiguration((dim3){8, 1, 1}, (dim3){9, 1, 1}, 10,
-                                           (cudaStream_t)0x20), 0);
+  cr_assert_eq(__cudaPushCallConfiguration((dim3){1, 2, 3}, (dim3){4, 5, 6}, 7, (cudaStream_t)0x10),
+               0);
+  cr_assert_eq(
+      __cudaPushCallConfiguration((dim3){8, 1, 1}, (dim3){9, 1, 1}, 10, (cudaStream_t)0x20), 0);
   cr_assert_eq(__cudaPopCallConfiguration(&g, &b, &sm, &s), cudaSuccess);
   cr_expect(g.x == 8 && b.x == 9 && sm == 10 && s == (cudaStream_t)0x20);
   cr_assert_eq(__cudaPopCallConfiguration(&g, &b, &sm, &s), cudaSuccess);
@@ -306,8 +306,7 @@ Test(register_, same_stub_from_two_translation_units) {
   cr_assert_eq(cudaLaunchKernel(&stub_tmpl, one, one, NULL, 0, NULL), cudaSuccess,
                "the other translation unit's copy takes over");
   cr_expect_eq(libs[loads - 1].image, image_b);
-  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, NULL),
-               cudaErrorInvalidResourceHandle,
+  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, NULL), cudaErrorInvalidResourceHandle,
                "k1 only lived in the unregistered one: now an unknown pointer");
   __cudaUnregisterFatBinary(b);
   cr_expect_eq(cudaLaunchKernel(&stub_tmpl, one, one, NULL, 0, NULL),
@@ -333,8 +332,8 @@ Test(register_, many_translation_units) {
     h[i] = __cudaRegisterFatBinary(&wrap_a);
     for (int j = 0; j < PER; j++) {
       snprintf(names[i][j], sizeof names[i][j], "k_%d_%d", i, j);
-      __cudaRegisterFunction(h[i], &stubs[i][j], names[i][j], names[i][j], -1, NULL, NULL,
-                             NULL, NULL, NULL);
+      __cudaRegisterFunction(h[i], &stubs[i][j], names[i][j], names[i][j], -1, NULL, NULL, NULL,
+                             NULL, NULL);
     }
   }
   for (int i = 0; i < FATBINS; i++)
@@ -411,8 +410,7 @@ Test(register_, foreign_cukernel_launches) {
 Test(register_, missing_device_function_is_invalid_device_function) {
   void **h = __cudaRegisterFatBinary(&wrap_a);
   __cudaRegisterFunction(h, stub_k1, "missing", "missing", -1, NULL, NULL, NULL, NULL, NULL);
-  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, NULL),
-               cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, NULL), cudaErrorInvalidDeviceFunction);
 }
 
 /* NVIDIA's runtime (CUDA 13) leaves the dimensions to the driver: every
@@ -427,8 +425,8 @@ Test(register_, bad_configuration_is_invalid_value) {
                cudaErrorInvalidValue);
   cr_expect_eq(cudaLaunchKernel(&stub_k1, one, (dim3){2048, 1, 1}, NULL, 0, NULL),
                cudaErrorInvalidValue, "block over the device's limit");
-  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 64 * 1024, NULL),
-               cudaErrorInvalidValue, "too much shared memory");
+  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 64 * 1024, NULL), cudaErrorInvalidValue,
+               "too much shared memory");
   cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, (size_t)1 << 33, NULL),
                cudaErrorInvalidValue);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
@@ -442,8 +440,8 @@ Test(register_, bad_configuration_is_invalid_value) {
                "first launch (kernel not loaded yet)");
   cr_expect_eq(__cudaLaunchKernel(h, one, (dim3){1, 1, 0}, NULL, 0, NULL), cudaErrorInvalidValue,
                "fast path");
-  cr_expect_eq(__cudaLaunchKernel(h, one, one, NULL, (size_t)1 << 33, NULL),
-               cudaErrorInvalidValue, "fast path, shared memory over 32 bits");
+  cr_expect_eq(__cudaLaunchKernel(h, one, one, NULL, (size_t)1 << 33, NULL), cudaErrorInvalidValue,
+               "fast path, shared memory over 32 bits");
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
   cr_expect_eq(launches, 0);
 }
@@ -458,8 +456,12 @@ Test(register_, launch_ex_passes_attributes_through) {
   attr[0].val.clusterDim.z = 1;
   attr[1].id = cudaLaunchAttributePriority;
   attr[1].val.priority = -1;
-  cudaLaunchConfig_t cfg = {.gridDim = {4, 1, 1}, .blockDim = {64, 1, 1},
-                            .dynamicSmemBytes = 8, .stream = NULL, .attrs = attr, .numAttrs = 2};
+  cudaLaunchConfig_t cfg = {.gridDim = {4, 1, 1},
+                            .blockDim = {64, 1, 1},
+                            .dynamicSmemBytes = 8,
+                            .stream = NULL,
+                            .attrs = attr,
+                            .numAttrs = 2};
   cr_assert_eq(cudaLaunchKernelExC(&cfg, &stub_k1, NULL), cudaSuccess);
   cr_expect_eq(launch_ex_calls, 1);
   cr_expect_eq(cudaLaunchKernelExC(NULL, &stub_k1, NULL), cudaErrorInvalidValue);
@@ -493,8 +495,7 @@ Test(register_, symbols) {
   cr_expect_eq(cudaGetSymbolAddress(&p, &stub_unknown), cudaErrorInvalidSymbol);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidSymbol);
   unsigned long long v[2] = {5, 6}, back[2] = {0, 0};
-  cr_assert_eq(cudaMemcpyToSymbol(shadow_dev, v, sizeof v, 8, cudaMemcpyHostToDevice),
-               cudaSuccess);
+  cr_assert_eq(cudaMemcpyToSymbol(shadow_dev, v, sizeof v, 8, cudaMemcpyHostToDevice), cudaSuccess);
   cr_expect(global_mem[1] == 5 && global_mem[2] == 6);
   cr_assert_eq(cudaMemcpyFromSymbol(back, shadow_dev, sizeof back, 8, cudaMemcpyDeviceToHost),
                cudaSuccess);
@@ -539,8 +540,8 @@ Test(register_, lookups_race_registration) {
     h[i] = __cudaRegisterFatBinary(&wrap_b);
     for (int j = 0; j < CONC_PER; j++) {
       snprintf(conc_names[i][j], sizeof conc_names[i][j], "c_%d_%d", i, j);
-      __cudaRegisterFunction(h[i], &conc_stubs[i][j], conc_names[i][j], conc_names[i][j], -1,
-                             NULL, NULL, NULL, NULL, NULL);
+      __cudaRegisterFunction(h[i], &conc_stubs[i][j], conc_names[i][j], conc_names[i][j], -1, NULL,
+                             NULL, NULL, NULL, NULL);
     }
   }
   for (int i = 0; i < CONC_FATBINS; i++) __cudaUnregisterFatBinary(h[i]);

@@ -163,8 +163,9 @@ Test(stream, attributes_translate_both_ways) {
   v.accessPolicyWindow.hitRatio = 0.5f;
   v.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
   v.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
-  cr_assert_eq(cudaStreamSetAttribute((cudaStream_t)0x10, cudaStreamAttributeAccessPolicyWindow, &v),
-               cudaSuccess);
+  cr_assert_eq(
+      cudaStreamSetAttribute((cudaStream_t)0x10, cudaStreamAttributeAccessPolicyWindow, &v),
+      cudaSuccess);
   cr_expect_eq(stored_id, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
   cr_expect_eq(stored_value.accessPolicyWindow.base_ptr, buf);
   cr_expect_eq(stored_value.accessPolicyWindow.num_bytes, sizeof buf);
@@ -180,13 +181,17 @@ Test(stream, attributes_translate_both_ways) {
   cr_expect_eq(memcmp(&out, &v, sizeof out), 0);
 
   v.syncPolicy = cudaSyncPolicyBlockingSync;
-  cr_assert_eq(cudaStreamSetAttribute(NULL, cudaStreamAttributeSynchronizationPolicy, &v), cudaSuccess);
+  cr_assert_eq(cudaStreamSetAttribute(NULL, cudaStreamAttributeSynchronizationPolicy, &v),
+               cudaSuccess);
   cr_expect_eq(stored_value.syncPolicy, CU_SYNC_POLICY_BLOCKING_SYNC);
-  cr_expect_eq(cudaStreamGetAttribute(NULL, cudaStreamAttributeSynchronizationPolicy, &out), cudaSuccess);
+  cr_expect_eq(cudaStreamGetAttribute(NULL, cudaStreamAttributeSynchronizationPolicy, &out),
+               cudaSuccess);
   cr_expect_eq(out.syncPolicy, cudaSyncPolicyBlockingSync);
 
-  cr_expect_eq(cudaStreamSetAttribute(NULL, cudaStreamAttributePriority, NULL), cudaErrorInvalidValue);
-  cr_expect_eq(cudaStreamGetAttribute(NULL, cudaStreamAttributePriority, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaStreamSetAttribute(NULL, cudaStreamAttributePriority, NULL),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaStreamGetAttribute(NULL, cudaStreamAttributePriority, NULL),
+               cudaErrorInvalidValue);
 }
 
 Test(stream, get_device_reports_the_ordinal) {
