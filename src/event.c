@@ -22,14 +22,6 @@ _Static_assert(cudaEventRecordExternal == CU_EVENT_RECORD_EXTERNAL, "record flag
 
 #define EVENT_FLAGS_VALID (cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess)
 
-/* Refuses a handle destroyed through this runtime (a NULL event is left to
- * the driver, which refuses it). */
-#define LIVE_OR_RETURN(h)                                        \
-  do {                                                           \
-    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(h)))) \
-      return cudaev__ret(cudaErrorInvalidResourceHandle);        \
-  } while (0)
-
 /* The new event may have the address of a stream or event destroyed
  * earlier: it is live again. */
 static cudaError_t created(CUresult r, cudaEvent_t *e) {
@@ -56,8 +48,8 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
  * check and two atomic loads (destroyed event, destroyed stream). */
 static inline cudaError_t record_impl(cudaEvent_t e, cudaStream_t s, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  LIVE_OR_RETURN(e);
-  LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(e);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuEventRecord((CUevent)e, cudaev__stream(s, pt)));
 }
 CUDAEV_DECLARE_VARIANT(cudaEventRecord, _ptsz);
@@ -71,8 +63,8 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
 static inline cudaError_t record_flags_impl(cudaEvent_t e, cudaStream_t s, unsigned flags,
                                             bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  LIVE_OR_RETURN(e);
-  LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(e);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(
       cudaev__drv.cuEventRecordWithFlags((CUevent)e, cudaev__stream(s, pt), flags));
 }
@@ -87,13 +79,13 @@ cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   CUDAEV_CTX_OR_RETURN();
-  LIVE_OR_RETURN(event);
+  CUDAEV_LIVE_OR_RETURN(event);
   return cudaev__ret_cu(cudaev__drv.cuEventQuery((CUevent)event));
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   CUDAEV_CTX_OR_RETURN();
-  LIVE_OR_RETURN(event);
+  CUDAEV_LIVE_OR_RETURN(event);
   return cudaev__ret_cu(cudaev__drv.cuEventSynchronize((CUevent)event));
 }
 
@@ -101,7 +93,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
  * is refused instead of reaching the driver. */
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   CUDAEV_CTX_OR_RETURN();
-  LIVE_OR_RETURN(event);
+  CUDAEV_LIVE_OR_RETURN(event);
   cudaev__handle_bury(event);
   CUresult r = cudaev__drv.cuEventDestroy((CUevent)event);
   if (r != CUDA_SUCCESS) cudaev__handle_revive(event);
@@ -114,7 +106,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
   CUDAEV_CTX_OR_RETURN();
   if (ms == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  LIVE_OR_RETURN(start);
-  LIVE_OR_RETURN(end);
+  CUDAEV_LIVE_OR_RETURN(start);
+  CUDAEV_LIVE_OR_RETURN(end);
   return cudaev__ret_cu(cudaev__drv.cuEventElapsedTime(ms, (CUevent)start, (CUevent)end));
 }

@@ -104,12 +104,11 @@ _Static_assert(offsetof(struct cudaMemsetParamsV2, height) ==
 /* Same, for a call naming an event or stream: one destroyed through this
  * runtime is refused before the driver, which would crash on it
  * (stream.h). */
-#define GRAPH_CALL_LIVE(h, expr)                                 \
-  do {                                                           \
-    CUDAEV_CTX_OR_RETURN();                                      \
-    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(h)))) \
-      return cudaev__ret(cudaErrorInvalidResourceHandle);        \
-    return cudaev__ret_cu(expr);                                 \
+#define GRAPH_CALL_LIVE(h, expr) \
+  do {                           \
+    CUDAEV_CTX_OR_RETURN();      \
+    CUDAEV_LIVE_OR_RETURN(h);    \
+    return cudaev__ret_cu(expr); \
   } while (0)
 
 static CUcontext current_ctx(void) {

@@ -165,7 +165,7 @@ static inline cudaError_t memcpy_async(void *dst, const void *src, size_t count,
                                        enum cudaMemcpyKind kind, cudaStream_t stream,
                                        bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
-  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
+  CUDAEV_LIVE_OR_RETURN(stream);
   if (CUDAEV_UNLIKELY(count == 0)) return cudaSuccess;
   if (CUDAEV_UNLIKELY((unsigned)kind > (unsigned)cudaMemcpyDefault))
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
@@ -206,7 +206,7 @@ cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count) {
 static inline cudaError_t memset_async(void *devPtr, int value, size_t count, cudaStream_t stream,
                                        bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
-  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
+  CUDAEV_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(cudaev__drv.cuMemsetD8Async((CUdeviceptr)devPtr, (unsigned char)value,
                                                     count, cudaev__stream(stream, per_thread)));
 }
@@ -247,7 +247,7 @@ cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDev
 cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
                                 size_t count, cudaStream_t stream) {
   CUDAEV_CTX_OR_RETURN();
-  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
+  CUDAEV_LIVE_OR_RETURN(stream);
   if (count == 0) return cudaSuccess;
   CUcontext dc, sc;
   cudaError_t e = peer_contexts(dstDevice, srcDevice, &dc, &sc);
@@ -266,7 +266,7 @@ CUDAEV_DECLARE_VARIANT(cudaMemDiscardAndPrefetchBatchAsync, _ptsz);
 static cudaError_t prefetch(const void *devPtr, size_t count, struct cudaMemLocation location,
                             unsigned int flags, cudaStream_t stream, bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
-  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
+  CUDAEV_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(cudaev__drv.cuMemPrefetchAsync((CUdeviceptr)devPtr, count,
                                                        cudaev__mem_location(location), flags,
                                                        cudaev__stream(stream, per_thread)));
@@ -292,7 +292,7 @@ static cudaError_t prefetch_batch(void **dptrs, size_t *sizes, size_t count,
                                   unsigned long long flags, cudaStream_t stream, bool per_thread,
                                   bool discard) {
   CUDAEV_CTX_OR_RETURN();
-  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
+  CUDAEV_LIVE_OR_RETURN(stream);
   CUstream st = cudaev__stream(stream, per_thread);
   CUresult r = discard ? cudaev__drv.cuMemDiscardAndPrefetchBatchAsync((CUdeviceptr *)dptrs, sizes,
                                                                        count, (CUmemLocation *)locs,
@@ -340,7 +340,7 @@ cudaError_t cudaMemDiscardAndPrefetchBatchAsync_ptsz(void **dptrs, size_t *sizes
 static cudaError_t discard_batch(void **dptrs, size_t *sizes, size_t count,
                                  unsigned long long flags, cudaStream_t stream, bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
-  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
+  CUDAEV_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(cudaev__drv.cuMemDiscardBatchAsync(
       (CUdeviceptr *)dptrs, sizes, count, flags, cudaev__stream(stream, per_thread)));
 }

@@ -15,15 +15,6 @@
 
 #include <stddef.h>
 
-/* A stream destroyed through this runtime is refused with
- * cudaErrorInvalidResourceHandle before it reaches the driver, which would
- * crash on it (stream.h; NVIDIA's runtime crashes). One atomic load. */
-#define CUDAEV_MEM_STREAM_LIVE_OR_RETURN(s)                      \
-  do {                                                           \
-    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(s)))) \
-      return cudaev__ret(cudaErrorInvalidResourceHandle);        \
-  } while (0)
-
 #define CUDAEV__SAME_LAYOUT(rt, drv, m)                                                     \
   _Static_assert(                                                                           \
       offsetof(rt, m) == offsetof(drv, m) && sizeof(((rt *)0)->m) == sizeof(((drv *)0)->m), \

@@ -20,7 +20,7 @@ CUDAEV_DECLARE_VARIANT(cudaMallocFromPoolAsync, _ptsz);
 static inline cudaError_t malloc_async(void **devPtr, size_t size, cudaStream_t stream,
                                        bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
-  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
+  CUDAEV_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(
       cudaev__drv.cuMemAllocAsync((CUdeviceptr *)devPtr, size, cudaev__stream(stream, per_thread)));
 }
@@ -35,7 +35,7 @@ cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStrea
 
 static inline cudaError_t free_async(void *devPtr, cudaStream_t stream, bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
-  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
+  CUDAEV_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(
       cudaev__drv.cuMemFreeAsync((CUdeviceptr)devPtr, cudaev__stream(stream, per_thread)));
 }
@@ -51,7 +51,7 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
 static inline cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t pool,
                                            cudaStream_t stream, bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
-  CUDAEV_MEM_STREAM_LIVE_OR_RETURN(stream);
+  CUDAEV_LIVE_OR_RETURN(stream);
   if (ptr == NULL) return cudaev__ret(cudaErrorInvalidValue);
   if (pool == NULL) {
     /* NVIDIA's runtime clears the output first (measured: a pointer

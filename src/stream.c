@@ -93,13 +93,6 @@ void cudaev__handle_revive(const void *h) {
                                           memory_order_acq_rel, memory_order_relaxed);
 }
 
-/* A destroyed stream is refused before it reaches the driver (stream.h). */
-#define STREAM_LIVE_OR_RETURN(s)                                 \
-  do {                                                           \
-    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(s)))) \
-      return cudaev__ret(cudaErrorInvalidResourceHandle);        \
-  } while (0)
-
 /* ---- creation, destruction ---------------------------------------------- */
 
 /* The new handle may reuse the address of a stream or event destroyed
@@ -130,7 +123,7 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int fla
 /* A second destroy is refused instead of reaching the driver. */
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(stream);
+  CUDAEV_LIVE_OR_RETURN(stream);
   cudaev__handle_bury(stream);
   CUresult r = cudaev__drv.cuStreamDestroy((CUstream)stream);
   if (r != CUDA_SUCCESS) cudaev__handle_revive(stream);
@@ -143,7 +136,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
  * export and its _ptsz twin call it. */
 static inline cudaError_t query_impl(cudaStream_t s, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamQuery(cudaev__stream(s, pt)));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamQuery, _ptsz);
@@ -152,7 +145,7 @@ cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) { return query_impl(stream
 
 static inline cudaError_t sync_impl(cudaStream_t s, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamSynchronize(cudaev__stream(s, pt)));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamSynchronize, _ptsz);
@@ -161,8 +154,8 @@ cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) { return sync_impl(s
 
 static inline cudaError_t wait_event_impl(cudaStream_t s, cudaEvent_t e, unsigned flags, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
-  STREAM_LIVE_OR_RETURN(e);
+  CUDAEV_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(e);
   return cudaev__ret_cu(cudaev__drv.cuStreamWaitEvent(cudaev__stream(s, pt), (CUevent)e, flags));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamWaitEvent, _ptsz);
@@ -175,7 +168,7 @@ cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, uns
 
 static cudaError_t get_flags_impl(cudaStream_t s, unsigned *flags, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamGetFlags(cudaev__stream(s, pt), flags));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamGetFlags, _ptsz);
@@ -188,7 +181,7 @@ cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int *flags) {
 
 static cudaError_t get_priority_impl(cudaStream_t s, int *priority, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamGetPriority(cudaev__stream(s, pt), priority));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamGetPriority, _ptsz);
@@ -201,7 +194,7 @@ cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority) {
 
 static cudaError_t get_id_impl(cudaStream_t s, unsigned long long *id, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamGetId(cudaev__stream(s, pt), id));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamGetId, _ptsz);
@@ -215,7 +208,7 @@ cudaError_t cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long *strea
 /* The driver answers with a CUdevice; the runtime reports the ordinal. */
 static cudaError_t get_device_impl(cudaStream_t s, int *device, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   if (device == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUdevice d;
   CUresult r = cudaev__drv.cuStreamGetDevice(cudaev__stream(s, pt), &d);
@@ -238,8 +231,8 @@ cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int *device) {
 
 static cudaError_t copy_attributes_impl(cudaStream_t dst, cudaStream_t src, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(dst);
-  STREAM_LIVE_OR_RETURN(src);
+  CUDAEV_LIVE_OR_RETURN(dst);
+  CUDAEV_LIVE_OR_RETURN(src);
   return cudaev__ret_cu(
       cudaev__drv.cuStreamCopyAttributes(cudaev__stream(dst, pt), cudaev__stream(src, pt)));
 }
@@ -254,7 +247,7 @@ cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
 static cudaError_t get_attribute_impl(cudaStream_t s, cudaStreamAttrID attr,
                                       cudaStreamAttrValue *value_out, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   if (value_out == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUlaunchAttributeValue v;
   memset(&v, 0, sizeof v);
@@ -276,7 +269,7 @@ cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t hStream, cudaStreamAttrID a
 static cudaError_t set_attribute_impl(cudaStream_t s, cudaStreamAttrID attr,
                                       const cudaStreamAttrValue *value, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   CUlaunchAttributeValue v;
   if (!cudaev__attr_value_to_cu(attr, value, &v)) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(
@@ -295,7 +288,7 @@ cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t hStream, cudaStreamAttrID a
 static cudaError_t attach_impl(cudaStream_t s, void *devPtr, size_t length, unsigned flags,
                                bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamAttachMemAsync(cudaev__stream(s, pt),
                                                            (CUdeviceptr)devPtr, length, flags));
 }
@@ -327,7 +320,7 @@ void CUDA_CB cudaev__stream_callback_trampoline(CUstream s, CUresult status, voi
 static cudaError_t add_callback_impl(cudaStream_t s, cudaStreamCallback_t cb, void *user,
                                      unsigned flags, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   if (cb == NULL || flags != 0) return cudaev__ret(cudaErrorInvalidValue);
   struct cudaev_stream_callback *rec = malloc(sizeof *rec);
   if (rec == NULL) return cudaev__ret(cudaErrorMemoryAllocation);
@@ -355,7 +348,7 @@ cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t
 /* cudaHostFn_t and CUhostFn are the same type: no record needed. */
 static cudaError_t host_func_impl(cudaStream_t s, cudaHostFn_t fn, void *user, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuLaunchHostFunc(cudaev__stream(s, pt), fn, user));
 }
 CUDAEV_DECLARE_VARIANT(cudaLaunchHostFunc, _ptsz);
@@ -370,7 +363,7 @@ cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *
 
 static cudaError_t begin_capture_impl(cudaStream_t s, enum cudaStreamCaptureMode mode, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(
       cudaev__drv.cuStreamBeginCapture(cudaev__stream(s, pt), (CUstreamCaptureMode)mode));
 }
@@ -387,7 +380,7 @@ static cudaError_t begin_capture_to_graph_impl(cudaStream_t s, cudaGraph_t g,
                                                const cudaGraphEdgeData *data, size_t n,
                                                enum cudaStreamCaptureMode mode, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamBeginCaptureToGraph(
       cudaev__stream(s, pt), (CUgraph)g, (const CUgraphNode *)deps, (const CUgraphEdgeData *)data,
       n, (CUstreamCaptureMode)mode));
@@ -411,7 +404,7 @@ cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t 
 
 static cudaError_t end_capture_impl(cudaStream_t s, cudaGraph_t *g, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamEndCapture(cudaev__stream(s, pt), (CUgraph *)g));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamEndCapture, _ptsz);
@@ -424,7 +417,7 @@ cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph) 
 
 static cudaError_t is_capturing_impl(cudaStream_t s, enum cudaStreamCaptureStatus *st, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(
       cudaev__drv.cuStreamIsCapturing(cudaev__stream(s, pt), (CUstreamCaptureStatus *)st));
 }
@@ -443,7 +436,7 @@ static cudaError_t capture_info_impl(cudaStream_t s, enum cudaStreamCaptureStatu
                                      const cudaGraphNode_t **deps, const cudaGraphEdgeData **data,
                                      size_t *n, bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamGetCaptureInfo(
       cudaev__stream(s, pt), (CUstreamCaptureStatus *)st, (cuuint64_t *)id, (CUgraph *)g,
       (const CUgraphNode **)deps, (const CUgraphEdgeData **)data, n));
@@ -472,7 +465,7 @@ static cudaError_t update_deps_impl(cudaStream_t s, cudaGraphNode_t *deps,
                                     const cudaGraphEdgeData *data, size_t n, unsigned flags,
                                     bool pt) {
   CUDAEV_CTX_OR_RETURN();
-  STREAM_LIVE_OR_RETURN(s);
+  CUDAEV_LIVE_OR_RETURN(s);
   return cudaev__ret_cu(cudaev__drv.cuStreamUpdateCaptureDependencies(
       cudaev__stream(s, pt), (CUgraphNode *)deps, (const CUgraphEdgeData *)data, n, flags));
 }

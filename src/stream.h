@@ -74,6 +74,15 @@ static inline bool cudaev__handle_dead(const void *h) {
          atomic_load_explicit(&cudaev__graves[cudaev__grave_slot(p)], memory_order_acquire) == p;
 }
 
+/* Leaves the calling cudaXxx function with cudaErrorInvalidResourceHandle
+ * (recorded) when `h` was destroyed through this runtime: the driver would
+ * crash on it (NVIDIA's runtime crashes there). One atomic load. */
+#define CUDAEV_LIVE_OR_RETURN(h)                                 \
+  do {                                                           \
+    if (CUDAEV_UNLIKELY(cudaev__handle_dead((const void *)(h)))) \
+      return cudaev__ret(cudaErrorInvalidResourceHandle);        \
+  } while (0)
+
 /* Remembers `h` as destroyed (call before the driver destroys it). */
 void cudaev__handle_bury(const void *h);
 
