@@ -17,7 +17,7 @@
   X(cuModuleGetFunction) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)             \
       X(cuStreamQuery) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyDtoH) X(cuMemcpyHtoD) X(cuMemsetD32) \
           X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer) X(cuStreamWaitValue32) \
-              X(cuStreamWriteValue32) X(cuEventCreate) X(cuEventRecord) X(cuEventDestroy)        \
+              X(cuStreamWriteValue32) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventDestroy)        \
                   X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuCtxGetCurrent) X(cuCtxSetCurrent)    \
                       X(cuMemFreeAsync)
 
@@ -69,6 +69,23 @@ static const char lc_ptx[] =
     "  st.volatile.global.u32 [%o], %v;\n"
     "OPEN:\n"
     "  ret;\n}\n"
+    /* mark(p, v) / mark_rel(p, v): one thread stores v to *p (mapped host
+     * memory) after a system-scope fence, or with a system-scope release */
+    ".visible .entry mark(.param .u64 p, .param .u32 v) {\n"
+    "  .reg .u64 %a; .reg .u32 %v;\n"
+    "  ld.param.u64 %a, [p];\n"
+    "  cvta.to.global.u64 %a, %a;\n"
+    "  ld.param.u32 %v, [v];\n"
+    "  fence.sc.sys;\n"
+    "  st.relaxed.sys.global.u32 [%a], %v;\n"
+    "  ret;\n}\n"
+    ".visible .entry mark_rel(.param .u64 p, .param .u32 v) {\n"
+    "  .reg .u64 %a; .reg .u32 %v;\n"
+    "  ld.param.u64 %a, [p];\n"
+    "  cvta.to.global.u64 %a, %a;\n"
+    "  ld.param.u32 %v, [v];\n"
+    "  st.release.sys.global.u32 [%a], %v;\n"
+    "  ret;\n}\n"
     ".visible .entry fault(.param .u64 p) {\n"
     "  .reg .u64 %a; .reg .u32 %v;\n"
     "  ld.param.u64 %a, [p];\n"
@@ -76,7 +93,7 @@ static const char lc_ptx[] =
     "  st.global.u32 [%a], %v;\n"
     "  ret;\n}\n";
 
-static CUfunction lc_empty, lc_spin, lc_fault, lc_gate;
+static CUfunction lc_empty, lc_spin, lc_fault, lc_gate, lc_mark, lc_mark_rel;
 
 #define LC_CU(expr)                                                                         \
   do {                                                                                      \
@@ -116,6 +133,8 @@ static void lc_init(void) {
   LC_CU(d_cuModuleGetFunction(&lc_spin, m, "spin"));
   LC_CU(d_cuModuleGetFunction(&lc_fault, m, "fault"));
   LC_CU(d_cuModuleGetFunction(&lc_gate, m, "gate"));
+  LC_CU(d_cuModuleGetFunction(&lc_mark, m, "mark"));
+  LC_CU(d_cuModuleGetFunction(&lc_mark_rel, m, "mark_rel"));
 }
 
 static inline dim3 lc_dim(unsigned x) {

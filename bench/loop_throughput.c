@@ -200,7 +200,38 @@ static void held_cb(cudaev_future_t *f, cudaError_t s, void *u) {
 /* ---- rate windows -----------------------------------------------------------
  */
 
-enum mode { M_KERNEL, M_MARKER, M_REF };
+/* M_REF*: no loop, raw driver calls, the host spins on each stream's last
+ * word. They say what the GPU retires per second with each kind of marker:
+ *   M_REF        kernel + cuStreamWriteValue32 (flags 0: with its fence),
+ *                what the loop enqueues for a kernel future
+ *   M_REF_EVENT  kernel + cuEventRecord (a DISABLE_TIMING event each)
+ *   M_REF_MK     kernel + a one-thread marker kernel (fence.sc.sys, store)
+ *   M_REF_MKR    kernel + a one-thread marker kernel (st.release.sys)
+ *   M_REF_KONLY  kernels only, one marker per stream after the last
+ *   M_REF_MARK   cuStreamWriteValue32 only (flags 0)
+ *   M_REF_EVONLY cuEventRecord only
+ *   M_REF_MKONLY marker kernels only (fence.sc.sys, store)
+ *   M_REF_MIXED  kernel + what the loop enqueues on a backlogged stream:
+ *                an event, but cuStreamWriteValue32 every 16th (or
+ *                CUDAEV_LOOP_WORD_EVERY-th) */
+enum mode {
+  M_KERNEL,
+  M_KERNEL_POLL, /* M_KERNEL on a foreign-mode loop that a thread polls
+                    without ever sleeping: the loop's side without its
+                    wakeups (armed host functions) */
+  M_MARKER,
+  M_REF,
+  M_REF_EVENT,
+  M_REF_MK,
+  M_REF_MKR,
+  M_REF_KONLY,
+  M_REF_MARK,
+  M_REF_EVONLY,
+  M_REF_MKONLY,
+  M_REF_MIXED
+};
+
+static CUevent ref_events[64][128];
 
 struct submitter {
   pthread_t th;
@@ -218,15 +249,29 @@ static void *submit_main(void *arg) {
       cudaev_future_t *f = NULL;
       switch (s->mode) {
       case M_KERNEL:
+      case M_KERNEL_POLL:
         LC_RT(cudaev_launch_cufunc_async(s->loop, lc_empty, lc_dim(1), lc_dim(1), NULL, 0,
                                          (cudaStream_t)ss[i], &f));
         break;
       case M_MARKER: LC_RT(cudaev_stream_future(s->loop, (cudaStream_t)ss[i], &f)); break;
-      case M_REF:
-        LC_CU(d_cuLaunchKernel(lc_empty, 1, 1, 1, 1, 1, 1, 0, ss[i], NULL, NULL));
-        LC_CU(d_cuStreamWriteValue32(ss[i], dev_words + (CUdeviceptr)(64 + i) * 4u,
-                                     (cuuint32_t)(k + 1), 0));
+      default: {
+        int last = k == s->per - 1, m = s->mode;
+        CUdeviceptr w = dev_words + (CUdeviceptr)(64 + i) * 4u;
+        cuuint32_t v = (cuuint32_t)(k + 1);
+        int every = getenv("CUDAEV_LOOP_WORD_EVERY") ? atoi(getenv("CUDAEV_LOOP_WORD_EVERY")) : 16;
+        if (m == M_REF_MIXED) m = k % (every > 0 ? every : 16) == 0 ? M_REF : M_REF_EVENT;
+        if (m == M_REF || m == M_REF_EVENT || m == M_REF_MK || m == M_REF_MKR || m == M_REF_KONLY)
+          LC_CU(d_cuLaunchKernel(lc_empty, 1, 1, 1, 1, 1, 1, 0, ss[i], NULL, NULL));
+        if (m == M_REF_EVENT || m == M_REF_EVONLY) LC_CU(d_cuEventRecord(ref_events[i][k], ss[i]));
+        if (m == M_REF_MK || m == M_REF_MKR || m == M_REF_MKONLY) {
+          void *args[] = {&w, &v};
+          LC_CU(d_cuLaunchKernel(m == M_REF_MKR ? lc_mark_rel : lc_mark, 1, 1, 1, 1, 1, 1, 0,
+                                 ss[i], args, NULL));
+        } else if (last || m == M_REF || m == M_REF_MARK) {
+          LC_CU(d_cuStreamWriteValue32(ss[i], w, v, 0));
+        }
         break;
+      }
       }
       if (f != NULL) {
         LC_RT(cudaev_future_then(f, count_cb, NULL));
@@ -239,14 +284,32 @@ static void *submit_main(void *arg) {
 /* Futures per stream in a rate window: what fits in the queue budget. */
 static long rate_depth(enum mode m) {
   long ops = OPS_PER_QUEUE / per_queue(NSTREAMS) - 3; /* the gate, up to 2 armed wakeups */
-  long per = m == M_MARKER ? ops : ops / 2;
+  long per = m == M_MARKER || m == M_REF_MARK || m == M_REF_KONLY || m == M_REF_EVONLY ||
+                     m == M_REF_MKONLY
+                 ? ops
+                 : ops / 2;
   if (per > 128) per = 128;
   return per < 2 ? 2 : per;
 }
 
+static atomic_int poll_stop;
+static void *poll_main(void *arg) {
+  LC_CU(d_cuCtxSetCurrent(ctx));
+  while (!atomic_load_explicit(&poll_stop, memory_order_relaxed)) cudaev_loop_process(arg);
+  return NULL;
+}
+
 static void rate(const char *metric, enum mode mode) {
   cudaev_loop_t *loop = NULL;
-  if (mode != M_REF) LC_RT(cudaev_loop_new_thread(&loop));
+  pthread_t poller;
+  int ref = mode != M_KERNEL && mode != M_MARKER && mode != M_KERNEL_POLL;
+  if (mode == M_KERNEL_POLL) {
+    LC_RT(cudaev_loop_new_foreign(&loop));
+    atomic_store(&poll_stop, 0);
+    if (pthread_create(&poller, NULL, poll_main, loop) != 0) DIE("no poller thread");
+  } else if (!ref) {
+    LC_RT(cudaev_loop_new_thread(&loop));
+  }
   bench_unit(metric, "per_s");
   long per = rate_depth(mode);
   int good = 0;
@@ -281,14 +344,18 @@ static void rate(const char *metric, enum mode mode) {
     uint64_t t0 = bench_now_ns();
     gates_open(r);
     double rate_v;
-    if (mode == M_REF) {
+    if (ref) {
       for (int i = 0; i < NSTREAMS; i++)
         while (__atomic_load_n(REF_WORD(i), __ATOMIC_ACQUIRE) != (uint32_t)per)
           __builtin_ia32_pause();
       rate_v = (double)total / ((double)(bench_now_ns() - t0) / 1e9);
     } else {
       while (atomic_load_explicit(&count, memory_order_acquire) < total) __builtin_ia32_pause();
-      rate_v = (double)(total - 1) / ((double)(t_last - t_first) / 1e9);
+      /* From the gates' opening, as for the references: the span between
+       * the first and the last callback alone reads the loop's speed
+       * (millions a second) whenever the loop thread happened to wake
+       * after the GPU had finished most of the window. */
+      rate_v = (double)total / ((double)(t_last - t0) / 1e9);
     }
     if (gates_gave_up()) {
       /* Queueing outlived the gate: the GPU ran while work was still being
@@ -308,6 +375,10 @@ static void rate(const char *metric, enum mode mode) {
              rate_v, total, NSTREAMS, queue_ms);
   }
   if (good == 0) DIE("%s: no window completed with its gates closed until opened", metric);
+  if (mode == M_KERNEL_POLL) {
+    atomic_store(&poll_stop, 1);
+    pthread_join(poller, NULL);
+  }
   if (loop != NULL) {
     watch(10, "%s: cudaev_loop_destroy", metric);
     cudaev_loop_destroy(loop);
@@ -351,6 +422,14 @@ static void cost(const char *metric, long n, cudaev_future_t **promises) {
         LC_RT(cudaev_future_then(f, count_cb, NULL));
         cudaev_future_release(f);
       }
+    /* The loop takes the measured ones in (and may put a marker of its
+     * own behind each stream's tail) before the held streams' gates are
+     * queued: in every hardware queue all of it comes first, so that
+     * nothing of the measured streams waits behind a held gate. */
+    watch(10, "%s window %d: loop taking in %d measured", metric, w, COST_MEASURED);
+    while (cudaev_loop_pending(loop) < (size_t)COST_MEASURED && !gates_gave_up())
+      cudaev_loop_process(loop);
+    cudaev_loop_process(loop);
     if (per_h > 0) gates(NSTREAMS, NSTREAMS_ALL, r2, COST_GATE_NS);
     for (long k = 0; k < per_h; k++)
       for (int i = NSTREAMS; i < NSTREAMS_ALL; i++) {
@@ -426,6 +505,11 @@ int main(int argc, char **argv) {
     rate("loop_completions_per_s", M_KERNEL);
     bench_end();
   }
+  if (bench_begin("loop_completions_polled")) {
+    progress("loop_completions_polled: begin, %ld kernels per stream", rate_depth(M_KERNEL));
+    rate("loop_completions_polled_per_s", M_KERNEL_POLL);
+    bench_end();
+  }
   if (bench_begin("loop_marker_completions")) {
     progress("loop_marker_completions: begin, %ld markers per stream", rate_depth(M_MARKER));
     rate("loop_marker_completions_per_s", M_MARKER);
@@ -434,6 +518,61 @@ int main(int argc, char **argv) {
   if (bench_begin("loop_ref_gpu_completions")) {
     progress("loop_ref_gpu_completions: begin (no loop)");
     rate("loop_ref_gpu_completions_per_s", M_REF);
+    bench_end();
+  }
+  static const struct {
+    const char *name;
+    enum mode mode;
+  } refs[] = {
+      {"loop_ref_gpu_event_completions_per_s", M_REF_EVENT},
+      {"loop_ref_gpu_mixed_completions_per_s", M_REF_MIXED},
+      {"loop_ref_gpu_mk_completions_per_s", M_REF_MK},
+      {"loop_ref_gpu_mkr_completions_per_s", M_REF_MKR},
+      {"loop_ref_gpu_kernels_per_s", M_REF_KONLY},
+      {"loop_ref_gpu_markers_per_s", M_REF_MARK},
+      {"loop_ref_gpu_events_per_s", M_REF_EVONLY},
+      {"loop_ref_gpu_mkonly_per_s", M_REF_MKONLY},
+  };
+  for (size_t j = 0; j < sizeof refs / sizeof refs[0]; j++) {
+    char bname[64];
+    snprintf(bname, sizeof bname, "%.*s", (int)(strlen(refs[j].name) - 6), refs[j].name);
+    if (!bench_begin(bname)) continue;
+    if ((refs[j].mode == M_REF_EVENT || refs[j].mode == M_REF_EVONLY || refs[j].mode == M_REF_MIXED) &&
+        ref_events[0][0] == NULL)
+      for (int i = 0; i < 64; i++)
+        for (int k = 0; k < 128; k++)
+          LC_CU(d_cuEventCreate(&ref_events[i][k], CU_EVENT_DISABLE_TIMING));
+    progress("%s: begin (no loop)", bname);
+    rate(refs[j].name, refs[j].mode);
+    bench_end();
+  }
+  if (bench_begin("loop_ref_event_query")) {
+    /* The host's side of the event path: cuEventQuery of a passed event. */
+    CUevent ev;
+    LC_CU(d_cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    LC_CU(d_cuEventRecord(ev, ss[0]));
+    LC_CU(d_cuStreamSynchronize(ss[0]));
+    bench_unit("loop_ref_event_query_us", "us");
+    for (int r = 0; r < 20; r++) {
+      uint64_t t0 = bench_now_ns();
+      for (int k = 0; k < 1000; k++) LC_CU(d_cuEventQuery(ev));
+      bench_sample("loop_ref_event_query_us", bench_us(t0, bench_now_ns()) / 1000.0);
+    }
+    /* ... and of one the stream has not reached (behind a gate). */
+    uint32_t r = ++round_no;
+    *GATE_GAVE_UP = 0;
+    gates(0, 1, r, RATE_GATE_NS);
+    LC_CU(d_cuEventRecord(ev, ss[0]));
+    bench_unit("loop_ref_event_query_pending_us", "us");
+    for (int rr = 0; rr < 20; rr++) {
+      uint64_t t0 = bench_now_ns();
+      for (int k = 0; k < 100; k++)
+        if (d_cuEventQuery(ev) != CUDA_ERROR_NOT_READY) DIE("event passed a closed gate");
+      bench_sample("loop_ref_event_query_pending_us", bench_us(t0, bench_now_ns()) / 100.0);
+    }
+    gates_open(r);
+    LC_CU(d_cuStreamSynchronize(ss[0]));
+    LC_CU(d_cuEventDestroy(ev));
     bench_end();
   }
   if (bench_begin("loop_completion_cost")) {

@@ -1,0 +1,245 @@
+/* cpu_loop_cost: the loop's per-completion cost with 1k and with 100k
+ * futures pending, on the CPU, against a stand-in driver; the same protocol
+ * as loop_completion_cost_*_us in bench/loop_throughput.c (which needs the
+ * GPU), so that the loop's side can be studied without one.
+ *
+ * The stand-in: streams are queues of markers (word writes, event records)
+ * that run only when the program says so ("the GPU passed them");
+ * cuEventQuery busy-waits what the H200's took (bench/RESULTS.md, 2026-11-21:
+ * 1.75 us for a passed event, ~0.1 us for one not yet passed; both
+ * settable: CPU_LOOP_COST_QUERY_NS="passed,not_passed").
+ *
+ *   build/bench/cpu-loop-cost            prints both costs and their ratio
+ *
+ * Not part of the GPU harness; numbers depend on this machine's caches. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cudaev.h"
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+static void busy(uint64_t ns) {
+  uint64_t end = now_ns() + ns;
+  while (now_ns() < end) {
+  }
+}
+
+/* ---- the stand-in driver ------------------------------------------------- */
+
+struct fev {
+  int recorded, reached;
+};
+struct op {
+  volatile uint32_t *addr; /* a word write, or */
+  struct fev *ev;          /* an event record */
+  uint32_t val;
+  int seq;
+};
+struct fstream {
+  struct op *ops;
+  size_t n, cap, done;
+};
+static uint64_t q_passed_ns = 1750, q_pending_ns = 100;
+
+static CUresult f_init(unsigned f) { return (void)f, CUDA_SUCCESS; }
+static CUresult f_count(int *n) { return *n = 1, CUDA_SUCCESS; }
+static CUresult f_get(CUdevice *d, int i) { return *d = i, CUDA_SUCCESS; }
+static CUcontext cur;
+static CUresult f_retain(CUcontext *c, CUdevice d) {
+  (void)d;
+  *c = (CUcontext)0x1000;
+  return CUDA_SUCCESS;
+}
+static CUresult f_release(CUdevice d) { return (void)d, CUDA_SUCCESS; }
+static CUresult f_getcur(CUcontext *c) { return *c = cur, CUDA_SUCCESS; }
+static CUresult f_setcur(CUcontext c) { return cur = c, CUDA_SUCCESS; }
+static CUresult f_push(CUcontext c) { return cur = c, CUDA_SUCCESS; }
+static CUresult f_pop(CUcontext *c) { return (void)c, CUDA_SUCCESS; }
+static CUresult f_ctxdev(CUdevice *d, CUcontext c) { return (void)c, *d = 0, CUDA_SUCCESS; }
+static CUresult f_screate(CUstream *s, unsigned fl) {
+  (void)fl;
+  *s = (CUstream)calloc(1, sizeof(struct fstream));
+  return CUDA_SUCCESS;
+}
+static CUresult f_squery(CUstream s) { return (void)s, CUDA_SUCCESS; }
+static CUresult f_csync(CUcontext c) { return (void)c, CUDA_SUCCESS; }
+static CUresult f_hostalloc(void **p, size_t n, unsigned fl) {
+  (void)fl;
+  *p = calloc(1, n);
+  return CUDA_SUCCESS;
+}
+static CUresult f_hostdev(CUdeviceptr *d, void *p, unsigned fl) {
+  (void)fl;
+  *d = (CUdeviceptr)p;
+  return CUDA_SUCCESS;
+}
+static CUresult f_freehost(void *p) { return free(p), CUDA_SUCCESS; }
+static void push(CUstream s, struct op o) {
+  struct fstream *f = (struct fstream *)s;
+  if (f == NULL) return; /* the loop's internal probe on the NULL stream */
+  if (f->n == f->cap) {
+    f->cap = f->cap ? 2 * f->cap : 256;
+    f->ops = realloc(f->ops, f->cap * sizeof *f->ops);
+  }
+  f->ops[f->n++] = o;
+}
+static CUresult f_write(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned fl) {
+  (void)fl;
+  push(s, (struct op){.addr = (volatile uint32_t *)a, .val = v});
+  return CUDA_SUCCESS;
+}
+static CUresult f_ecreate(CUevent *e, unsigned fl) {
+  (void)fl;
+  *e = (CUevent)calloc(1, sizeof(struct fev));
+  return CUDA_SUCCESS;
+}
+static CUresult f_edestroy(CUevent e) { return free(e), CUDA_SUCCESS; }
+static CUresult f_erecord(CUevent e, CUstream s) {
+  struct fev *v = (struct fev *)e;
+  push(s, (struct op){.ev = v, .seq = ++v->recorded});
+  return CUDA_SUCCESS;
+}
+static CUresult f_equery(CUevent e) {
+  struct fev *v = (struct fev *)e;
+  bool passed = v->reached == v->recorded;
+  busy(passed ? q_passed_ns : q_pending_ns);
+  return passed ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+static CUresult f_hostfn(CUstream s, CUhostFn fn, void *arg) {
+  (void)s, (void)fn, (void)arg; /* wakeups: this program drives the loop itself */
+  return CUDA_SUCCESS;
+}
+/* "The GPU" runs everything queued on s. */
+static void pass(CUstream s) {
+  struct fstream *f = (struct fstream *)s;
+  for (; f->done < f->n; f->done++) {
+    struct op *o = &f->ops[f->done];
+    if (o->ev != NULL)
+      o->ev->reached = o->seq;
+    else
+      __atomic_store_n(o->addr, o->val, __ATOMIC_RELEASE);
+  }
+}
+
+/* ---- the protocol of loop_completion_cost_* ------------------------------ */
+
+enum { NSTREAMS = 64, MEASURED = 1024, HELD_PER_STREAM = 48, WINDOWS_MAX = 101 };
+static int WINDOWS = 7;
+static CUstream ss[2 * NSTREAMS];
+static long count, held;
+
+static void count_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  (void)f, (void)u;
+  if (s != cudaSuccess) abort();
+  count++;
+}
+static void held_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  (void)f, (void)u;
+  if (s != cudaSuccess) abort();
+  held++;
+}
+
+static double cost(long n, cudaev_future_t **promises) {
+  cudaev_loop_t *loop;
+  if (cudaev_loop_new_foreign(&loop) != cudaSuccess) abort();
+  long per_h = n > MEASURED ? HELD_PER_STREAM : 0;
+  long nprom = n > MEASURED ? n - MEASURED - per_h * NSTREAMS : 0;
+  double best[WINDOWS_MAX];
+  for (int w = 0; w < WINDOWS; w++) {
+    count = held = 0;
+    cudaev_future_t *f;
+    for (int k = 0; k < MEASURED / NSTREAMS; k++)
+      for (int i = 0; i < NSTREAMS; i++) {
+        cudaev_stream_future(loop, (cudaStream_t)ss[i], &f);
+        cudaev_future_then(f, count_cb, NULL);
+        cudaev_future_release(f);
+      }
+    for (int k = 0; k < per_h; k++)
+      for (int i = NSTREAMS; i < 2 * NSTREAMS; i++) {
+        cudaev_stream_future(loop, (cudaStream_t)ss[i], &f);
+        cudaev_future_then(f, held_cb, NULL);
+        cudaev_future_release(f);
+      }
+    for (long k = 0; k < nprom; k++) {
+      cudaev_promise_new(loop, &promises[k]);
+      cudaev_future_then(promises[k], held_cb, NULL);
+    }
+    while (cudaev_loop_pending(loop) < (size_t)(MEASURED + per_h * NSTREAMS + nprom))
+      cudaev_loop_process(loop);
+    for (int i = 0; i < NSTREAMS; i++) pass(ss[i]);
+    uint64_t t0 = now_ns();
+    while (count < MEASURED) cudaev_loop_process(loop);
+    best[w] = (double)(now_ns() - t0) / 1e3 / MEASURED;
+    for (int i = NSTREAMS; i < 2 * NSTREAMS; i++) pass(ss[i]);
+    for (long k = 0; k < nprom; k++) {
+      cudaev_promise_set(promises[k], cudaSuccess);
+      cudaev_future_release(promises[k]);
+    }
+    while (held < per_h * NSTREAMS + nprom) cudaev_loop_process(loop);
+  }
+  cudaev_loop_destroy(loop);
+  /* The median of the windows after the first. */
+  for (int i = 1; i < WINDOWS; i++)
+    for (int j = i + 1; j < WINDOWS; j++)
+      if (best[j] < best[i]) {
+        double x = best[i];
+        best[i] = best[j];
+        best[j] = x;
+      }
+  return best[1 + (WINDOWS - 1) / 2];
+}
+
+int main(void) {
+  const char *q = getenv("CPU_LOOP_COST_QUERY_NS");
+  if (q != NULL && sscanf(q, "%lu,%lu", &q_passed_ns, &q_pending_ns) != 2) {
+    fprintf(stderr, "CPU_LOOP_COST_QUERY_NS: want \"passed,not_passed\" in ns\n");
+    return 2;
+  }
+  const char *nw = getenv("CPU_LOOP_COST_WINDOWS"); /* for profiling: more windows */
+  if (nw != NULL && atoi(nw) >= 2 && atoi(nw) <= WINDOWS_MAX) WINDOWS = atoi(nw);
+  static struct cudaev_driver t;
+  memset(&t, 0, sizeof t);
+  t.cuInit = f_init;
+  t.cuDeviceGetCount = f_count;
+  t.cuDeviceGet = f_get;
+  t.cuDevicePrimaryCtxRetain = f_retain;
+  t.cuDevicePrimaryCtxRelease = f_release;
+  t.cuCtxGetCurrent = f_getcur;
+  t.cuCtxSetCurrent = f_setcur;
+  t.cuCtxPushCurrent = f_push;
+  t.cuCtxPopCurrent = f_pop;
+  t.cuCtxGetDevice = f_ctxdev;
+  t.cuStreamCreate = f_screate;
+  t.cuStreamQuery = f_squery;
+  t.cuStreamSynchronize = (__typeof__(t.cuStreamSynchronize))f_squery;
+  t.cuStreamDestroy = (__typeof__(t.cuStreamDestroy))f_squery;
+  t.cuCtxSynchronize = f_csync;
+  t.cuMemHostAlloc = f_hostalloc;
+  t.cuMemHostGetDevicePointer = f_hostdev;
+  t.cuMemFreeHost = f_freehost;
+  t.cuStreamWriteValue32 = f_write;
+  t.cuEventCreate = f_ecreate;
+  t.cuEventDestroy = f_edestroy;
+  t.cuEventRecord = f_erecord;
+  t.cuEventQuery = f_equery;
+  t.cuLaunchHostFunc = f_hostfn;
+  cudaev__driver_install(&t, 13000);
+  for (int i = 0; i < 2 * NSTREAMS; i++) f_screate(&ss[i], 0);
+  enum { NMAX = 100352 };
+  cudaev_future_t **promises = malloc(NMAX * sizeof *promises);
+  double c1 = cost(MEASURED, promises);
+  double c100 = cost(NMAX, promises);
+  printf("cost per completion: 1k pending %.3f us, 100k pending %.3f us, ratio %.2f "
+         "(event query %lu / %lu ns)\n",
+         c1, c100, c100 / c1, q_passed_ns, q_pending_ns);
+  free(promises);
+  return 0;
+}
