@@ -239,9 +239,10 @@ CUDAEV_EXPORT int cudaev_future_cancel(cudaev_future_t *f) {
 /* A plain GPU future can be completed by its waiter from its completion
  * word, so that waiting works while nobody drives the loop. */
 static bool self_complete(struct cudaev_future *f) {
-  if (f->kind != CUDAEV__K_GPU || f->has_gate || f->use_event) return false;
-  if (!cudaev__gpu_word_done(f)) return false;
-  cudaev__future_try_complete(f, cudaSuccess);
+  if (f->kind != CUDAEV__K_GPU || f->has_gate) return false;
+  cudaError_t st = cudaev__gpu_self_state(f);
+  if (st == cudaErrorNotReady) return false;
+  cudaev__future_try_complete(f, st);
   return true;
 }
 

@@ -3,10 +3,24 @@
  * notifications.
  *
  * How a completion is detected (docs/design.md has the picture):
- *  - every submission enqueues, after the work, cuStreamWriteValue32 of a
- *    unique tag into its own word of pinned, mapped host memory;
- *  - the loop keeps one FIFO per stream and reads only the oldest word of
- *    each busy stream (stream order makes the rest wait behind it);
+ *  - every submission enqueues, after the work, a marker: either
+ *    cuStreamWriteValue32 of a unique tag into its own word of pinned,
+ *    mapped host memory, or a pooled cuEventRecord. They cost differently
+ *    (H200, bench/RESULTS.md): a word is read by the host for nothing, but
+ *    each one costs the GPU ~1.4 us (its system-wide fence serializes the
+ *    whole context: 64 streams of kernel + word retire 450k/s); an event
+ *    costs the GPU nothing (kernel + event: 2.0M/s, as kernels alone) but
+ *    the host a cuEventQuery (~1.75 us when it has passed, ~0.1 us when
+ *    not). So a submission onto a stream with none of our futures
+ *    outstanding (the latency case) gets a word, and one that queues behind
+ *    outstanding futures (the throughput case) gets an event, except every
+ *    WORD_EVERY-th, which gets a word again (struct backlog);
+ *  - the loop keeps one FIFO per stream and looks only at the head of each
+ *    busy stream while it is a word (stream order makes the rest wait
+ *    behind it); when the head is an event it finds the newest entry the
+ *    GPU has passed in one step: the newest passed word (read for free),
+ *    then a binary search over the events behind it, newest first, so one
+ *    query completes a whole run (find_done);
  *  - before sleeping it spins briefly when the oldest work is expected to
  *    finish soon (from a moving average of completion times), and only then
  *    arms one cuLaunchHostFunc per busy stream that writes the loop's
@@ -48,8 +62,44 @@
 #define NBUCKETS        1024u
 #define WATCHDOG_NS     200000000ull
 #define IDLE_MAX        64u /* idle stream records kept for reuse */
+#define NSLOTS          4096u /* backlog slots (streams hash into them) */
+#define WORD_EVERY      16u  /* on a backlogged stream: a word every 16th
+                                (CUDAEV_LOOP_WORD_EVERY overrides, 1..1024) */
+#define WINDOW          256u /* FIFO entries find_done looks at in one step */
+#define FLOW_NS         20000u /* spin on while the last completion is this recent */
+#define GAP_MIN_NS      10000u /* shortest sleep while streams are deep */
+#define GAP_MAX_NS      10000000u /* gaps between completions count up to this */
 
-/* The argument of an armed wakeup (wake_arm_fn): refcounted, so that it
+/* A stream as seen by submitting threads (streams share a slot when their
+ * handles hash together, rarely with 4096 slots: that only costs speed).
+ *
+ * v: the submissions onto it (high 32 bits) and how many of those are
+ * outstanding (low 32 bits: the loop subtracts one as each finishes). It
+ * chooses the marker.
+ *
+ * order: markers enqueued (high) and done enqueueing (low). Inferring that
+ * an entry has passed from a newer one needs the stream FIFO in the GPU's
+ * order, which threads submitting to one stream at once do not give: each
+ * marker enqueue is bracketed here (order_begin / order_end), its future
+ * is placed in the FIFO by the count at its end (msg.seq), and one whose
+ * bracket overlapped another's is `solo`: the loop never infers it, and
+ * checks that stream's entries one by one while it is in the FIFO. */
+struct backlog {
+  _Atomic uint64_t v;
+  _Atomic uint64_t order;
+};
+
+static uint32_t order_begin(struct backlog *b, bool *solo) {
+  uint64_t o = atomic_fetch_add_explicit(&b->order, 1ull << 32, memory_order_acq_rel);
+  *solo = (uint32_t)(o >> 32) != (uint32_t)o; /* another one in flight */
+  return (uint32_t)(o >> 32);
+}
+
+static uint32_t order_end(struct backlog *b, uint32_t began, bool *solo) {
+  uint64_t o = atomic_fetch_add_explicit(&b->order, 1, memory_order_acq_rel);
+  if ((uint32_t)(o >> 32) != began + 1) *solo = true; /* one began meanwhile */
+  return (uint32_t)o;
+}/* The argument of an armed wakeup (wake_arm_fn): refcounted, so that it
  * outlives the stream's record and the loop when the driver runs the host
  * function late. One reference is the record's, one each armed wakeup's. */
 struct cudaev__arm {
@@ -76,6 +126,11 @@ struct cudaev__track {
   struct cudaev__arm *arm;
   uint32_t busy_idx;   /* index in gpu->busy, UINT32_MAX when idle */
   uint32_t ngates;     /* loop-thread host functions in the FIFO */
+  uint32_t nsolo;      /* entries of unknown stream order (struct backlog) */
+  uint32_t flushing;   /* a flush marker of the loop's is in the FIFO */
+  uint64_t next_query; /* ns: the earliest the head's event is queried again */
+  struct cudaev_future *probe; /* the oldest word entry after an event head
+                                  (cache; NULL: look it up) */
   uint64_t nsub;       /* plain futures submitted */
   uint64_t armed_upto; /* nsub when a wakeup was last armed */
 };
@@ -103,7 +158,12 @@ struct cudaev__gpu {
   uint32_t nbusy, cap_busy;
   size_t ntracked;
   uint64_t ewma_ns;
+  uint64_t last_done; /* ns: the last pass that completed something */
+  uint64_t gap_ns;    /* moving average of the time between such passes
+                         while work stayed queued (0: none seen yet) */
   uint64_t next_watchdog;
+  uint32_t word_every;
+  struct backlog slots[NSLOTS]; /* submitters and loop; atomics only */
 };
 
 static inline uint32_t *word_ptr(struct cudaev__gpu *g, uint32_t w) {
@@ -195,11 +255,22 @@ static void event_put(struct cudaev__gpu *g, CUevent e) {
   if (e != NULL) cudaev__drv.cuEventDestroy(e);
 }
 
+static struct backlog *slot_of(struct cudaev__gpu *g, CUstream s) {
+  uint64_t h = (uint64_t)(uintptr_t)s * 0x9E3779B97F4A7C15ull;
+  return &g->slots[h >> 52]; /* NSLOTS == 4096 */
+}
+
 static uint32_t next_tag(struct cudaev__gpu *g) {
   uint32_t t;
   do t = atomic_fetch_add_explicit(&g->tag_gen, 1, memory_order_relaxed) + 1;
   while (t == 0);
   return t;
+}
+
+/* The loop's side of struct backlog: f is no longer outstanding. */
+static void backlog_done(struct cudaev__gpu *g, struct cudaev_future *f, CUstream s) {
+  if (f->counted) atomic_fetch_sub_explicit(&slot_of(g, s)->v, 1, memory_order_relaxed);
+  f->counted = 0;
 }
 
 /* ---- context -------------------------------------------------------------- */
@@ -234,6 +305,9 @@ cudaError_t cudaev__gpu_init(struct cudaev_loop *loop) {
     cudaev__free(g, sizeof *g);
     return cudaev__error_from_cu(r);
   }
+  g->word_every = WORD_EVERY;
+  const char *we = getenv("CUDAEV_LOOP_WORD_EVERY");
+  if (we != NULL && atoi(we) >= 1 && atoi(we) <= 1024) g->word_every = (uint32_t)atoi(we);
   const char *env = getenv("CUDAEV_LOOP_EVENTS");
   g->use_events = env != NULL && env[0] == '1';
   if (!g->use_events) {
@@ -373,11 +447,38 @@ static struct cudaev__track *track_get(struct cudaev__gpu *g, struct cudaev__wak
   t->head = t->tail = NULL;
   t->busy_idx = UINT32_MAX;
   t->ngates = 0;
+  t->nsolo = 0;
+  t->flushing = 0;
+  t->next_query = 0;
+  t->probe = NULL;
   t->nsub = t->armed_upto = 0;
   t->hnext = *b;
   *b = t;
   idle_push(g, t);
   return t;
+}
+
+/* Places f in t's FIFO by msg.seq (stream order; see struct backlog):
+ * at the tail unless a submitter that enqueued earlier handed its future
+ * over later. Equal seqs keep their arrival order (a host function's two
+ * entries). */
+static void fifo_insert(struct cudaev__track *t, struct cudaev_future *f) {
+  struct cudaev_future *prev = t->tail, *next = NULL;
+  if (prev != NULL && (int32_t)(f->msg.seq - prev->msg.seq) < 0) {
+    t->probe = NULL; /* the cached word may no longer be the oldest */
+    prev = NULL;
+    next = t->head;
+    while ((int32_t)(f->msg.seq - next->msg.seq) >= 0) {
+      prev = next;
+      next = next->qnext;
+    }
+  }
+  f->qnext = next;
+  if (prev != NULL)
+    prev->qnext = f;
+  else
+    t->head = f;
+  if (next == NULL) t->tail = f;
 }
 
 void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
@@ -389,6 +490,7 @@ void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
     /* Out of memory: report it; the word is not recycled (the GPU may
      * still write it). A host function's gate opens now (fn does not run;
      * its future gets the error): the stream must not wait forever. */
+    backlog_done(g, f, (CUstream)(void *)f->track);
     cudaev__future_try_complete(f, cudaErrorMemoryAllocation);
     if (f->kind == CUDAEV__K_HOSTFN) {
       struct cudaev_future *uf = f->user;
@@ -405,13 +507,10 @@ void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
     return;
   }
   f->track = t;
-  f->qnext = NULL;
-  if (t->tail != NULL)
-    t->tail->qnext = f;
-  else
-    t->head = f;
-  t->tail = f;
-  if (f->kind == CUDAEV__K_GPU && !f->has_gate) t->nsub++;
+  fifo_insert(t, f);
+  if (f->solo) t->nsolo++;
+  if (f->flush) t->flushing = 1;
+  if (f->kind == CUDAEV__K_GPU && !f->has_gate && !f->flush) t->nsub++;
   if (f->kind == CUDAEV__K_HOSTFN) t->ngates++;
   if (t->busy_idx == UINT32_MAX) {
     idle_unlink(g, t);
@@ -419,15 +518,10 @@ void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
     g->busy[g->nbusy++] = t;
     if (g->nbusy == 1) g->next_watchdog = cudaev__now_ns() + WATCHDOG_NS;
   }
-  g->ntracked++;
+  if (!f->flush) g->ntracked++;
 }
 
 size_t cudaev__gpu_pending(struct cudaev_loop *loop) { return loop->gpu->ntracked; }
-
-bool cudaev__gpu_word_done(struct cudaev_future *f) {
-  struct cudaev__gpu *g = f->loop->gpu;
-  return __atomic_load_n(word_ptr(g, f->x.word), __ATOMIC_ACQUIRE) == f->tag;
-}
 
 /* Where the GPU is with f: cudaErrorNotReady while it has not passed f's
  * marker, else f's outcome (cudaSuccess, or the error cuEventQuery gave). */
@@ -444,9 +538,12 @@ static cudaError_t head_state(struct cudaev__gpu *g, struct cudaev_future *f) {
                                                                              : cudaErrorNotReady;
 }
 
+/* Words and events to give back, in batches (one lock per batch). */
 struct recycle {
   uint32_t w[64];
   uint32_t n;
+  CUevent ev[64];
+  uint32_t nev;
 };
 
 static void recycle_word(struct cudaev__gpu *g, struct recycle *rc, uint32_t w) {
@@ -457,12 +554,45 @@ static void recycle_word(struct cudaev__gpu *g, struct recycle *rc, uint32_t w) 
   rc->w[rc->n++] = w;
 }
 
+static void events_put(struct cudaev__gpu *g, CUevent *ev, uint32_t n) {
+  if (n == 0) return;
+  pthread_mutex_lock(&g->mu);
+  uint32_t kept = 0;
+  if (grow((void **)&g->free_events, &g->cap_free_ev, sizeof(CUevent), g->nfree_ev + n)) {
+    memcpy(g->free_events + g->nfree_ev, ev, n * sizeof *ev);
+    g->nfree_ev += n;
+    kept = n;
+  }
+  pthread_mutex_unlock(&g->mu);
+  for (uint32_t i = kept; i < n; i++) cudaev__drv.cuEventDestroy(ev[i]);
+}
+
+static void recycle_event(struct cudaev__gpu *g, struct recycle *rc, CUevent e) {
+  if (rc->nev == 64) {
+    events_put(g, rc->ev, rc->nev);
+    rc->nev = 0;
+  }
+  rc->ev[rc->nev++] = e;
+}
+
+static void recycle_flush(struct cudaev__gpu *g, struct recycle *rc) {
+  words_put(g, rc->w, rc->n);
+  events_put(g, rc->ev, rc->nev);
+  rc->n = rc->nev = 0;
+}
+
 /* A popped entry whose marker the GPU has passed (or, with `fail`, whose
  * context died / loop is going away). */
 static void finish(struct cudaev_loop *loop, struct cudaev_future *f, struct recycle *rc,
                    cudaError_t fail, uint64_t now) {
   struct cudaev__gpu *g = loop->gpu;
-  g->ntracked--;
+  struct cudaev__track *t = f->track;
+  if (f->flush)
+    t->flushing = 0;
+  else
+    g->ntracked--;
+  if (f->solo) t->nsolo--;
+  if (t->probe == f) t->probe = NULL;
   if (f->kind == CUDAEV__K_HOSTFN) {
     f->track->ngates--;
     struct cudaev_future *uf = f->user;
@@ -483,11 +613,12 @@ static void finish(struct cudaev_loop *loop, struct cudaev_future *f, struct rec
     cudaev_future_release(f);
     return;
   }
+  backlog_done(g, f, f->track->stream);
   cudaError_t st = fail != cudaSuccess ? fail : f->has_gate ? f->aux.hostfn_result : cudaSuccess;
-  if (cudaev__future_try_complete(f, st) && fail == cudaSuccess && now > f->t_submit)
+  if (cudaev__future_try_complete(f, st) && fail == cudaSuccess && now > f->t_submit && !f->flush)
     g->ewma_ns = g->ewma_ns - g->ewma_ns / 8 + (now - f->t_submit) / 8;
   if (f->use_event)
-    event_put(g, f->u.ev);
+    recycle_event(g, rc, f->u.ev);
   else
     recycle_word(g, rc, f->x.word);
   if (f->has_gate && !f->use_event) recycle_word(g, rc, f->gate);
@@ -505,9 +636,160 @@ static void busy_del(struct cudaev__gpu *g, uint32_t i) {
   idle_trim(g);
 }
 
+cudaError_t cudaev__gpu_self_state(struct cudaev_future *f) {
+  struct cudaev_loop *loop = f->loop;
+  if (!f->use_event) return head_state(loop->gpu, f);
+  /* The loop may recycle the event once f is done; the caller re-checks
+   * f's state first, and a recycled event only says "not ready" or
+   * completes a future already claimed. */
+  bool pushed = cudaev__gpu_enter(loop);
+  cudaError_t st = head_state(loop->gpu, f);
+  cudaev__gpu_leave(loop, pushed);
+  return st;
+}
+
+/* With many futures pending they are cold in the cache (100k pending:
+ * ~20 MB): while one is finished, the next one's continuation and word,
+ * and the one after it, are fetched. The next one itself was fetched a
+ * step earlier. */
+static inline void prefetch_next(struct cudaev__gpu *g, struct cudaev_future *n) {
+  if (n == NULL) return;
+  __builtin_prefetch(n->conts);
+  if (!n->use_event && n->kind == CUDAEV__K_GPU) __builtin_prefetch(word_ptr(g, n->x.word));
+  struct cudaev_future *nn = n->qnext;
+  if (nn != NULL) {
+    __builtin_prefetch(nn);
+    __builtin_prefetch((char *)nn + 64);
+  }
+}
+
+/* A plain GPU future marked by an event: its state costs a driver call. */
+static inline bool is_event(const struct cudaev_future *f) {
+  return f->kind == CUDAEV__K_GPU && f->use_event;
+}
+
+/* How many entries at the front of t's FIFO the GPU has passed, when the
+ * head is an event, with few driver calls: stream order makes the passed
+ * entries a prefix. UINT32_MAX: all of them, up to the present tail. In
+ * order: the tail if it is a word (free); the head (a stream not there yet
+ * costs one query, and no walk); the tail if it is an event (one query
+ * completes a whole passed run); then, over the first WINDOW entries, the
+ * newest passed word (or host-function entry) bounds the prefix from below
+ * for free, the oldest unpassed one from above, and the events between are
+ * searched by halves. *st gets the outcome that decided: cudaSuccess, or
+ * the error a query returned (a sticky error, which every entry up to it
+ * gets: querying each would have returned it too). */
+static uint32_t find_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaError_t *st) {
+  cudaError_t r;
+  if (!is_event(t->tail) && (r = head_state(g, t->tail)) != cudaErrorNotReady) {
+    *st = r;
+    return UINT32_MAX;
+  }
+  if ((r = head_state(g, t->head)) == cudaErrorNotReady) return 0;
+  *st = r;
+  if (t->tail == t->head) return 1;
+  if (is_event(t->tail) && (r = head_state(g, t->tail)) != cudaErrorNotReady) {
+    *st = r;
+    return UINT32_MAX;
+  }
+  struct cudaev_future *win[WINDOW];
+  uint32_t n = 0;
+  for (struct cudaev_future *p = t->head; p != NULL && n < WINDOW; p = p->qnext) win[n++] = p;
+  /* lo: index of the newest entry known passed; hi: of the oldest known
+   * not passed (n: none in the window). */
+  int64_t lo = 0, hi = n;
+  for (int64_t i = (int64_t)n - 1; i > 0; i--) {
+    if (is_event(win[i])) continue;
+    if (head_state(g, win[i]) != cudaErrorNotReady) {
+      lo = i;
+      break;
+    }
+    hi = i;
+  }
+  /* Only events lie strictly between lo and hi. */
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    r = head_state(g, win[mid]);
+    if (r != cudaErrorNotReady) {
+      lo = mid;
+      *st = r;
+    } else {
+      hi = mid;
+    }
+  }
+  return (uint32_t)(lo + 1);
+}
+
+/* The oldest word (or host-function) entry behind t's head, which is an
+ * event; cached in t->probe. NULL when there is none in the window. */
+static struct cudaev_future *probe_of(struct cudaev__track *t) {
+  if (t->probe != NULL) return t->probe;
+  uint32_t n = 0;
+  for (struct cudaev_future *p = t->head->qnext; p != NULL && n < WINDOW; p = p->qnext, n++)
+    if (!is_event(p)) return t->probe = p;
+  return NULL;
+}
+
+/* How many entries at the front of t's FIFO have passed, its head being an
+ * event: UINT32_MAX for all up to `*last`. Words decide for free: the
+ * oldest word behind the head (one of every WORD_EVERY markers, or the
+ * loop's flush marker at the tail) covers the events before it. Events
+ * are queried only where no word follows them (find_done), and the head's
+ * event, so that a short job queued before a long one is not held back
+ * until the long one ends, is queried no more often than every 1/8 of its
+ * age (20 us at least). */
+static uint32_t events_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaError_t *st,
+                            struct cudaev_future **last, uint64_t *now) {
+  struct cudaev_future *w = probe_of(t);
+  if (w == NULL) return find_done(g, t, st);
+  if ((*st = head_state(g, w)) != cudaErrorNotReady) {
+    *last = w;
+    return UINT32_MAX;
+  }
+  if (*now == 0) *now = cudaev__now_ns();
+  if (*now < t->next_query) return 0;
+  uint64_t age = *now > t->head->t_submit ? *now - t->head->t_submit : 0;
+  t->next_query = *now + (age / 8 > 20000 ? age / 8 : 20000);
+  return (*st = head_state(g, t->head)) != cudaErrorNotReady;
+}
+
+/* Puts a word marker of the loop's own behind t's tail, an event, so that
+ * the runs of events before it complete by a read, not by queries. At most
+ * one per stream at a time; none where the loop must not enqueue: behind
+ * a loop-thread host function (the stream may be full behind its gate),
+ * on a per-thread default stream (the loop thread's would be another
+ * stream), or without stream memory operations. */
+static void flush_tail(struct cudaev_loop *loop, struct cudaev__track *t) {
+  struct cudaev__gpu *g = loop->gpu;
+  if (g->use_events || t->flushing || t->ngates > 0 || t->stream == CU_STREAM_PER_THREAD) return;
+  struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
+  if (f == NULL) return;
+  if (word_get(g, &f->x.word) != cudaSuccess) {
+    cudaev_future_release(f);
+    return;
+  }
+  f->flush = 1;
+  f->tag = next_tag(g);
+  struct backlog *b = slot_of(g, t->stream);
+  bool solo;
+  uint32_t began = order_begin(b, &solo);
+  CUresult r = cudaev__drv.cuStreamWriteValue32(t->stream, word_dev(g, f->x.word), f->tag, 0);
+  f->msg.seq = order_end(b, began, &solo);
+  f->solo = solo;
+  if (r != CUDA_SUCCESS) {
+    words_put(g, &f->x.word, 1);
+    cudaev_future_release(f);
+    return;
+  }
+  f->t_submit = cudaev__now_ns();
+  f->track = (struct cudaev__track *)(void *)t->stream;
+  cudaev__future_submit(f); /* on the loop thread: into t's FIFO now; its
+                               one reference is the FIFO's */
+}
+
 bool cudaev__gpu_poll(struct cudaev_loop *loop) {
   struct cudaev__gpu *g = loop->gpu;
-  struct recycle rc = {.n = 0};
+  struct recycle rc = {.n = 0, .nev = 0};
   bool any = false;
   uint64_t now = 0;
   /* Callbacks run inside finish() may submit more work (appends to FIFOs
@@ -515,27 +797,58 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop) {
   for (uint32_t i = 0; i < g->nbusy;) {
     struct cudaev__track *t = g->busy[i];
     struct cudaev_future *f;
-    cudaError_t st;
-    while ((f = t->head) != NULL && (st = head_state(g, f)) != cudaErrorNotReady) {
-      t->head = f->qnext;
-      if (t->head == NULL) t->tail = NULL;
+    while ((f = t->head) != NULL) {
+      uint32_t k = 1;
+      cudaError_t st;
+      struct cudaev_future *last = NULL;
+      if (is_event(f) && t->nsolo == 0) {
+        /* A run of entries at once: k of them, or all up to `last`
+         * (submissions that callbacks make land behind it; only the loop
+         * pops). */
+        if ((k = events_done(g, t, &st, &last, &now)) == 0) break;
+        if (k == UINT32_MAX && last == NULL) last = t->tail;
+      } else if ((st = head_state(g, f)) == cudaErrorNotReady) {
+        /* (With solo entries in the FIFO each is checked on its own: a
+         * passed entry says nothing of those before it.) */
+        break;
+      }
       if (now == 0) now = cudaev__now_ns();
-      finish(loop, f, &rc, st, now);
-      any = true;
+      for (bool more = true; more;) {
+        f = t->head;
+        more = last != NULL ? f != last : --k > 0;
+        t->head = f->qnext;
+        if (t->head == NULL) t->tail = NULL;
+        prefetch_next(g, t->head);
+        /* Entries before the one that decided are passed: success, unless
+         * a query returned an error (sticky: theirs too). A host-function
+         * entry among them was reached (the stream got past it). */
+        finish(loop, f, &rc, st, now);
+        any = true;
+      }
+      t->next_query = 0;
     }
+    if (t->head != NULL && is_event(t->tail)) flush_tail(loop, t);
     if (t->head == NULL && t->busy_idx == i)
       busy_del(g, i);
     else
       i++;
   }
-  words_put(g, rc.w, rc.n);
+  recycle_flush(g, &rc);
+  if (any) {
+    if (g->last_done != 0 && g->ntracked > 0) {
+      uint64_t gap = now - g->last_done;
+      if (gap > GAP_MAX_NS) gap = GAP_MAX_NS;
+      g->gap_ns = g->gap_ns == 0 ? gap : g->gap_ns - g->gap_ns / 8 + gap / 8;
+    }
+    g->last_done = now;
+  }
   return any;
 }
 
 /* Fails everything tracked with `err` (sticky context error or destroy). */
 static void fail_all(struct cudaev_loop *loop, cudaError_t err) {
   struct cudaev__gpu *g = loop->gpu;
-  struct recycle rc = {.n = 0};
+  struct recycle rc = {.n = 0, .nev = 0};
   while (g->nbusy > 0) {
     struct cudaev__track *t = g->busy[g->nbusy - 1];
     struct cudaev_future *f;
@@ -546,7 +859,7 @@ static void fail_all(struct cudaev_loop *loop, cudaError_t err) {
     }
     if (t->busy_idx != UINT32_MAX) busy_del(g, t->busy_idx);
   }
-  words_put(g, rc.w, rc.n);
+  recycle_flush(g, &rc);
 }
 
 void cudaev__gpu_watchdog(struct cudaev_loop *loop, uint64_t now) {
@@ -604,6 +917,10 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
     for (uint32_t i = 0; i < g->nbusy; i++)
       if (g->busy[i]->head->t_submit < oldest) oldest = g->busy[i]->head->t_submit;
     uint64_t end = oldest + 2 * g->ewma_ns + 5000;
+    /* While completions flow (a pass completed something lately), the
+     * next is likely near too: keep polling rather than sleep until a
+     * stream's armed wakeup, which sits behind all of its queued work. */
+    if (end < g->last_done + FLOW_NS) end = g->last_done + FLOW_NS;
     if (end > now + max) end = now + max;
     while (now < end) {
       /* New submissions are not tracked yet: process them first. */
@@ -621,7 +938,7 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
      * passed it, and the pass it causes arms the next); or a loop-thread
      * host function pending on the stream (its own wakeup comes first,
      * and an enqueue could block the loop behind its closed gate). */
-    if (t->nsub <= t->armed_upto || t->ngates > 0 ||
+    if (t->nsub <= t->armed_upto || t->ngates > 0 || t->stream == CU_STREAM_PER_THREAD ||
         atomic_load_explicit(&t->arm->armed, memory_order_seq_cst))
       continue;
     atomic_store_explicit(&t->arm->armed, 1, memory_order_relaxed);
@@ -636,7 +953,18 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
   /* Something may have finished while arming. */
   if (any_head_done(g)) return 0;
   now = cudaev__now_ns();
-  return g->next_watchdog > now ? g->next_watchdog - now : 0;
+  uint64_t t = g->next_watchdog > now ? g->next_watchdog - now : 0;
+  /* An armed wakeup fires when its stream has passed all of its queued
+   * work: with more than one entry queued, the ones before it would wait
+   * for that. So while streams are deep, sleep no longer than a quarter
+   * of the usual time between completions (at least GAP_MIN_NS). */
+  if (g->gap_ns != 0) {
+    bool deep = false;
+    for (uint32_t i = 0; i < g->nbusy && !deep; i++) deep = g->busy[i]->head != g->busy[i]->tail;
+    uint64_t cap = g->gap_ns / 4 > GAP_MIN_NS ? g->gap_ns / 4 : GAP_MIN_NS;
+    if (deep && cap < t) t = cap;
+  }
+  return t;
 }
 
 size_t cudaev__gpu_tracks(struct cudaev_loop *loop) {
@@ -717,24 +1045,52 @@ static cudaError_t mark(struct cudaev_loop *loop, CUstream stream, cudaev_future
   struct cudaev__gpu *g = loop->gpu;
   struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
   if (f == NULL) return cudaErrorMemoryAllocation;
+  /* The marker (see the top of this file): a word unless the stream has
+   * futures of ours outstanding, then an event, but a word every
+   * WORD_EVERY-th submission. */
+  struct backlog *b = slot_of(g, stream);
+  uint64_t old = atomic_fetch_add_explicit(&b->v, (1ull << 32) | 1u, memory_order_relaxed);
+  f->counted = 1;
+  bool backlogged = (uint32_t)old != 0 && (old >> 32) % g->word_every != 0;
+  /* The per-thread default stream is a different stream on each thread:
+   * its FIFO mixes streams, so its futures are checked one by one (solo),
+   * by words, and woken by a host function of the submitter's (the loop
+   * cannot enqueue on it). */
+  bool per_thread = stream == CU_STREAM_PER_THREAD;
   cudaError_t e;
-  if (g->use_events) {
-    e = event_get(g, &f->u.ev);
-    if (e == cudaSuccess) {
-      e = cudaev__error_from_cu(cudaev__drv.cuEventRecord(f->u.ev, stream));
-      if (e != cudaSuccess) event_put(g, f->u.ev);
-    }
+  if (per_thread) backlogged = false;
+  if (g->use_events || backlogged) {
     f->use_event = 1;
+    e = event_get(g, &f->u.ev);
   } else {
     e = word_get(g, &f->x.word);
-    if (e == cudaSuccess) {
-      f->tag = next_tag(g);
-      e = cudaev__error_from_cu(
-          cudaev__drv.cuStreamWriteValue32(stream, word_dev(g, f->x.word), f->tag, 0));
-      if (e != cudaSuccess) words_put(g, &f->x.word, 1);
-    }
+    f->tag = next_tag(g);
   }
   if (e != cudaSuccess) {
+    backlog_done(g, f, stream);
+    cudaev_future_release(f);
+    return e;
+  }
+  bool solo;
+  uint32_t began = order_begin(b, &solo);
+  if (f->use_event)
+    e = cudaev__error_from_cu(cudaev__drv.cuEventRecord(f->u.ev, stream));
+  else
+    e = cudaev__error_from_cu(
+        cudaev__drv.cuStreamWriteValue32(stream, word_dev(g, f->x.word), f->tag, 0));
+  f->msg.seq = order_end(b, began, &solo);
+  f->solo = solo || per_thread;
+  if (e == cudaSuccess && per_thread) {
+    atomic_fetch_add_explicit(&loop->waker->refs, 1, memory_order_relaxed);
+    if (cudaev__drv.cuLaunchHostFunc(stream, wake_fn, loop->waker) != CUDA_SUCCESS)
+      cudaev__waker_release(loop->waker); /* the watchdog's timer still polls */
+  }
+  if (e != cudaSuccess) {
+    if (f->use_event)
+      event_put(g, f->u.ev);
+    else
+      words_put(g, &f->x.word, 1);
+    backlog_done(g, f, stream);
     cudaev_future_release(f);
     return e;
   }
@@ -871,9 +1227,13 @@ static cudaError_t host_func_events(struct cudaev_loop *loop, CUstream st, cudae
   hg->w = loop->waker;
   atomic_fetch_add_explicit(&hg->w->refs, 1, memory_order_relaxed);
   CUevent ev = NULL;
+  struct backlog *b = slot_of(g, st);
+  bool solo;
+  uint32_t began = order_begin(b, &solo);
   cudaError_t e = event_get(g, &ev);
   if (e == cudaSuccess) e = cudaev__error_from_cu(cudaev__drv.cuLaunchHostFunc(st, gate_fn, hg));
   if (e != cudaSuccess) {
+    order_end(b, began, &solo);
     /* Nothing is on the stream. */
     if (ev != NULL) event_put(g, ev);
     hgate_release(hg);
@@ -891,6 +1251,8 @@ static cudaError_t host_func_events(struct cudaev_loop *loop, CUstream st, cudae
   t->t_submit = cudaev__now_ns();
   t->track = (struct cudaev__track *)(void *)st;
   e = cudaev__error_from_cu(cudaev__drv.cuEventRecord(ev, st));
+  t->msg.seq = f->msg.seq = order_end(b, began, &solo);
+  t->solo = f->solo = solo || st == CU_STREAM_PER_THREAD;
   if (e != cudaSuccess) {
     event_put(g, ev);
     t->user = NULL; /* fn will not run; the gate still opens once reached */
@@ -944,9 +1306,15 @@ CUDAEV_EXPORT cudaError_t cudaev_host_func(cudaev_loop_t *loop, cudaStream_t str
   t->gate = gate;
   t->u.h.fn = fn;
   t->u.h.user = user;
+  struct backlog *b = slot_of(g, st);
+  bool solo;
+  uint32_t began = order_begin(b, &solo);
   e = cudaev__error_from_cu(
       cudaev__drv.cuStreamWriteValue32(st, word_dev(g, t->x.word), t->tag, 0));
-  if (e != cudaSuccess) goto fail;
+  if (e != cudaSuccess) {
+    order_end(b, began, &solo);
+    goto fail;
+  }
   /* From here the signal is on the stream: t must be tracked so that its
    * word is recycled only after the GPU wrote it. */
   atomic_fetch_add_explicit(&loop->waker->refs, 1, memory_order_relaxed);
@@ -957,6 +1325,8 @@ CUDAEV_EXPORT cudaError_t cudaev_host_func(cudaev_loop_t *loop, cudaStream_t str
   if (e == cudaSuccess)
     e = cudaev__error_from_cu(
         cudaev__drv.cuStreamWriteValue32(st, word_dev(g, f->x.word), f->tag, 0));
+  t->msg.seq = f->msg.seq = order_end(b, began, &solo);
+  t->solo = f->solo = solo || st == CU_STREAM_PER_THREAD;
   t->t_submit = cudaev__now_ns();
   t->track = (struct cudaev__track *)(void *)st;
   if (e != cudaSuccess) {

@@ -43,6 +43,7 @@ enum cudaev__msg_kind {
 struct cudaev__msg {
   _Atomic(struct cudaev__msg *) next;
   uint32_t kind;
+  uint32_t seq; /* GPU futures: place in their stream's order (gpu.c) */
 };
 
 struct cudaev__mpsc {
@@ -102,8 +103,13 @@ struct cudaev_future {
   cudaError_t result;        /* valid once DONE */
   uint8_t kind;              /* cudaev__fkind */
   uint8_t fired;             /* loop only: continuations ran */
-  uint8_t use_event;         /* GPU: pooled event instead of a word;
+  uint8_t use_event : 1;     /* GPU: pooled event instead of a word;
                                       HOSTFN: event path (gate in aux.hg) */
+  uint8_t counted : 1;       /* GPU: counted in its stream's backlog slot */
+  uint8_t flush : 1;         /* GPU: the loop's own tail marker (no user) */
+  uint8_t solo : 1;          /* GPU/HOSTFN: its marker was enqueued while
+                                another submission to the stream was, so
+                                its place in stream order is unknown */
   uint8_t has_gate;          /* GPU: completes a host function (its
                                       outcome is aux.hostfn_result); word
                                       path: owns the gate word `gate` */
@@ -251,8 +257,9 @@ uint64_t cudaev__gpu_deadline(struct cudaev_loop *loop);
 uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop);
 /* Number of GPU futures tracked. */
 size_t cudaev__gpu_pending(struct cudaev_loop *loop);
-/* Loop thread: checks f's completion word directly (for wait()). */
-bool cudaev__gpu_word_done(struct cudaev_future *f);
+/* For wait() off the loop thread: where the GPU is with a plain GPU future
+ * (word or event), without the loop: cudaErrorNotReady, else its outcome. */
+cudaError_t cudaev__gpu_self_state(struct cudaev_future *f);
 /* Destroy: fail pending GPU futures, release gates, sync, free. */
 void cudaev__gpu_fini(struct cudaev_loop *loop);
 /* Enter/leave the loop's context on the processing thread: pushes it when

@@ -57,7 +57,8 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t drained = PTHREAD_COND_INITIALIZER;
 static struct fstream *streams;
 static atomic_int faulted, gpu_run, writes_supported = 1;
-static atomic_long hostfns; /* cuLaunchHostFunc calls */
+static atomic_long hostfns;            /* cuLaunchHostFunc calls */
+static atomic_long writes, records, queries; /* cuStreamWriteValue32, cuEventRecord, cuEventQuery */
 static pthread_t gpu_th;
 static _Thread_local CUcontext cur;
 static _Thread_local CUcontext stack[8];
@@ -243,6 +244,7 @@ static CUresult f_freehost(void *p) {
 }
 static CUresult f_write(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned fl) {
   if (!atomic_load(&writes_supported)) return CUDA_ERROR_NOT_SUPPORTED;
+  atomic_fetch_add(&writes, 1);
   return push_op(s, (struct op){.kind = OP_WRITE, .addr = (volatile uint32_t *)a, .val = v});
 }
 static CUresult f_wait(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned fl) {
@@ -267,10 +269,15 @@ static CUresult f_ecreate(CUevent *e, unsigned fl) {
   *e = (CUevent)calloc(1, sizeof(struct fevent));
   return CUDA_SUCCESS;
 }
+static _Thread_local unsigned slow_record_ms; /* this thread's records linger in the driver */
 static CUresult f_erecord(CUevent e, CUstream s) {
-  return push_op(s, (struct op){.kind = OP_RECORD, .ev = (struct fevent *)e});
+  atomic_fetch_add(&records, 1);
+  CUresult r = push_op(s, (struct op){.kind = OP_RECORD, .ev = (struct fevent *)e});
+  if (slow_record_ms) usleep(slow_record_ms * 1000u);
+  return r;
 }
 static CUresult f_equery(CUevent e) {
+  atomic_fetch_add(&queries, 1);
   if (atomic_load(&faulted)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   struct fevent *v = (struct fevent *)e;
   return atomic_load(&v->reached) == atomic_load(&v->recorded) ? CUDA_SUCCESS
@@ -488,7 +495,10 @@ Test(loop_gpu_fake, event_fallback_without_stream_memops) {
   f_erecord(ev, s[0]);
   cr_assert_eq(cudaev_event_future(loop, (cudaEvent_t)ev, &e), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(e, 5 * SEC), cudaSuccess);
-  cr_expect(cudaev_future_ready(k), "the event future completed before the work it follows");
+  /* (k's own future may be seen a moment later: futures of different
+   * streams complete in no promised order; the GPU's order is checked.) */
+  cr_expect(stream_idle(s[0]), "the event future completed before the work it follows");
+  cr_expect_eq(cudaev_future_wait(k, 5 * SEC), cudaSuccess);
   cudaev_future_release(k);
   cudaev_future_release(e);
   f_edestroy(ev);
@@ -637,6 +647,290 @@ Test(loop_gpu_fake, wait_completes_from_the_word_without_a_running_loop) {
   cr_assert_eq(kernel(loop, s, 1000, &f), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
   cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+}
+
+/* Markers: a stream with none of our futures outstanding gets a word (the
+ * latency case); submissions queued behind outstanding ones get pooled
+ * events (free on a GPU, unlike a word's fence), a word every 16th. The
+ * loop completes a passed run of events with a query or two, not one
+ * each, in stream order. */
+struct order {
+  int next, bad;
+};
+struct stamp {
+  atomic_llong at;
+};
+static long long mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+static void stamp_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  (void)f;
+  (void)s;
+  atomic_store(&((struct stamp *)u)->at, mono_ns());
+}
+
+static void order_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  struct order *o = u;
+  if (s != cudaSuccess || (intptr_t)cudaev_future_user(f) != o->next) o->bad++;
+  o->next++;
+}
+
+Test(loop_gpu_fake, backlogged_stream_gets_events_and_completes_in_order) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  enum { N = 101 };
+  cudaev_future_t *f[N];
+  struct order o = {0, 0};
+  long w0 = atomic_load(&writes), r0 = atomic_load(&records);
+  cr_assert_eq(kernel(loop, s, 100000, &f[0]), cudaSuccess); /* 100 ms */
+  for (int i = 1; i < N; i++)
+    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
+  for (int i = 0; i < N; i++) {
+    cudaev_future_set_user(f[i], (void *)(intptr_t)i, NULL);
+    cr_assert_eq(cudaev_future_then(f[i], order_cb, &o), cudaSuccess);
+  }
+  long nw = atomic_load(&writes) - w0, nr = atomic_load(&records) - r0;
+  cr_expect_eq(nw + nr, N);
+  cr_expect_eq(nw, 1 + (N - 1) / 16, "a word first, then one every 16th: %ld words", nw);
+  cr_expect_gt(nr, 0);
+  cr_expect_eq(f_ssync(s), CUDA_SUCCESS);
+  long q0 = atomic_load(&queries);
+  for (int i = 0; i < 100 && o.next < N; i++) cudaev_loop_process(loop);
+  cr_expect_eq(o.next, N);
+  cr_expect_eq(o.bad, 0, "completed out of order or with an error");
+  cr_expect_leq(atomic_load(&queries) - q0, 3, "%ld event queries for a passed run",
+                atomic_load(&queries) - q0);
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+}
+
+/* A backlog behind a long kernel: the loop puts one word marker of its own
+ * behind the tail, and the whole run then completes without a query. */
+Test(loop_gpu_fake, loop_flush_marker_completes_a_run_without_queries) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  enum { N = 12 };
+  cudaev_future_t *f[N];
+  struct order o = {0, 0};
+  cr_assert_eq(kernel(loop, s, 100000, &f[0]), cudaSuccess);
+  for (int i = 1; i < N; i++) cr_assert_eq(kernel(loop, s, 10, &f[i]), cudaSuccess);
+  for (int i = 0; i < N; i++) {
+    cudaev_future_set_user(f[i], (void *)(intptr_t)i, NULL);
+    cr_assert_eq(cudaev_future_then(f[i], order_cb, &o), cudaSuccess);
+  }
+  long w0 = atomic_load(&writes);
+  cudaev_loop_process(loop); /* takes them in; the head is not there yet */
+  cudaev_loop_process(loop);
+  cr_expect_eq(atomic_load(&writes) - w0, 1, "one flush marker, not %ld",
+               atomic_load(&writes) - w0);
+  cr_expect_eq(cudaev_loop_pending(loop), N, "the flush marker is not a pending future");
+  cr_expect_eq(f_ssync(s), CUDA_SUCCESS);
+  long q0 = atomic_load(&queries);
+  for (int i = 0; i < 100 && o.next < N; i++) cudaev_loop_process(loop);
+  cr_expect_eq(o.next, N);
+  cr_expect_eq(o.bad, 0);
+  cr_expect_eq(atomic_load(&queries) - q0, 0, "%ld queries", atomic_load(&queries) - q0);
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_loop_destroy(loop);
+}
+
+/* A short job queued before a long one on a backlogged stream completes
+ * when it is done, not when the next word marker (after the long one)
+ * passes: the head's event is queried, less often as it ages. */
+Test(loop_gpu_fake, short_job_before_a_long_one_is_not_held_back) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  cudaev_future_t *k0, *a, *b;
+  cr_assert_eq(kernel(loop, s, 30000, &k0), cudaSuccess); /* a word */
+  cr_assert_eq(kernel(loop, s, 1000, &a), cudaSuccess);   /* events */
+  cr_assert_eq(kernel(loop, s, 800000, &b), cudaSuccess);
+  long long t0 = mono_ns();
+  struct stamp sa = {0};
+  cudaev_future_then(a, stamp_cb, &sa);
+  cr_expect_eq(cudaev_future_wait(b, 5 * SEC), cudaSuccess);
+  cr_expect_neq(atomic_load(&sa.at), 0);
+  cr_expect_lt(atomic_load(&sa.at) - t0, 400000000LL,
+               "the 1 ms job after a 30 ms one completed %.0f ms after submission",
+               (atomic_load(&sa.at) - t0) / 1e6);
+  cudaev_future_release(k0);
+  cudaev_future_release(a);
+  cudaev_future_release(b);
+  cudaev_loop_destroy(loop);
+}
+
+/* The per-thread default stream is another stream on each thread: the
+ * loop never enqueues on it (no flush marker, no armed wakeup); each
+ * submission brings its own wakeup, and its futures complete. */
+static void *per_thread_main(void *arg) {
+  cudaev_loop_t *loop = arg;
+  cudaev_future_t *f[20];
+  for (int i = 0; i < 20; i++) {
+    if (i % 5 == 0)
+      cr_assert_eq(kernel(loop, CU_STREAM_PER_THREAD, 2000, &f[i]), cudaSuccess);
+    else
+      cr_assert_eq(cudaev_stream_future(loop, cudaStreamPerThread, &f[i]), cudaSuccess);
+  }
+  for (int i = 0; i < 20; i++) {
+    cr_expect_eq(cudaev_future_wait(f[i], 5 * SEC), cudaSuccess);
+    cudaev_future_release(f[i]);
+  }
+  return NULL;
+}
+
+Test(loop_gpu_fake, per_thread_stream_futures) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  long h0 = atomic_load(&hostfns), r0 = atomic_load(&records);
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, per_thread_main, loop);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  cr_expect_eq(atomic_load(&hostfns) - h0, 40, "one wakeup per submission, none of the loop's");
+  cr_expect_eq(atomic_load(&records) - r0, 0, "words only");
+  cudaev_loop_destroy(loop);
+}
+
+/* Half a backlog passed: the loop completes exactly the passed prefix
+ * (found by halves), the rest later. */
+Test(loop_gpu_fake, backlog_partly_passed_completes_the_prefix) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  enum { N = 40 };
+  cudaev_future_t *f[N + 1];
+  struct order o = {0, 0};
+  uint32_t *gate = calloc(1, 4);
+  for (int i = 0; i < N; i++) {
+    if (i == 25) f_wait(s, (CUdeviceptr)gate, 1, CU_STREAM_WAIT_VALUE_EQ);
+    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
+    cudaev_future_set_user(f[i], (void *)(intptr_t)i, NULL);
+    cr_assert_eq(cudaev_future_then(f[i], order_cb, &o), cudaSuccess);
+  }
+  for (int i = 0; i < 2000 && o.next < 25; i++) {
+    cudaev_loop_process(loop);
+    usleep(500);
+  }
+  usleep(20000);
+  cudaev_loop_process(loop);
+  cr_expect_eq(o.next, 25, "completed %d of the 25 passed", o.next);
+  __atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+  for (int i = 0; i < 2000 && o.next < N; i++) {
+    cudaev_loop_process(loop);
+    usleep(500);
+  }
+  cr_expect_eq(o.next, N);
+  cr_expect_eq(o.bad, 0);
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_loop_destroy(loop);
+  free(gate);
+}
+
+/* Two threads submitting to one stream at once: A's marker is enqueued
+ * first but A hands its future over last (its record lingers in the
+ * driver), while B queues a long kernel and its own future behind it. The
+ * stream FIFO can then disagree with the GPU's order, and A passing must
+ * not be taken as B having passed: B completes only after the kernel. */
+struct slow_sub {
+  cudaev_loop_t *loop;
+  CUstream s;
+  cudaev_future_t *f;
+};
+static void *slow_sub_main(void *arg) {
+  struct slow_sub *a = arg;
+  slow_record_ms = 50;
+  cr_assert_eq(cudaev_stream_future(a->loop, (cudaStream_t)a->s, &a->f), cudaSuccess);
+  return NULL;
+}
+
+Test(loop_gpu_fake, concurrent_submitters_on_one_stream_never_complete_early) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  uint32_t *gate = calloc(1, 4);
+  cudaev_future_t *p0, *h, *k, *b;
+  /* p0 (a word) makes the stream backlogged: every marker after it is an
+   * event, and the passed head h is found by a query, with what follows. */
+  cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &p0), cudaSuccess);
+  f_wait(s, (CUdeviceptr)gate, 1, CU_STREAM_WAIT_VALUE_EQ);
+  cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &h), cudaSuccess);
+  struct slow_sub a = {loop, s, NULL};
+  pthread_t th;
+  pthread_create(&th, NULL, slow_sub_main, &a);
+  usleep(10000); /* A's record is on the stream; A is still inside the driver */
+  cr_assert_eq(kernel(loop, s, 300000, &k), cudaSuccess); /* 300 ms */
+  cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &b), cudaSuccess);
+  pthread_join(th, NULL);
+  /* The FIFO now reads h k b a (a's bracket ended last), the GPU's order
+   * is (gate) h a kernel k b: h and a, head and tail, pass together, 300 ms
+   * before k and b. */
+  struct stamp sb = {0}, sk = {0};
+  cudaev_future_then(b, stamp_cb, &sb);
+  cudaev_future_then(k, stamp_cb, &sk);
+  usleep(20000); /* the loop has taken every submission in */
+  long long opened = mono_ns();
+  __atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+  cr_expect_eq(cudaev_future_wait(a.f, 5 * SEC), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(b, 5 * SEC), cudaSuccess);
+  for (int i = 0; i < 1000 && (atomic_load(&sb.at) == 0 || atomic_load(&sk.at) == 0); i++)
+    usleep(1000);
+  cr_expect_geq(atomic_load(&sb.at) - opened, 250000000LL,
+                "B completed %.1f ms after the gate opened, before its 300 ms kernel ended",
+                (atomic_load(&sb.at) - opened) / 1e6);
+  cr_expect_geq(atomic_load(&sk.at) - opened, 250000000LL);
+  cudaev_future_t *all[] = {p0, h, k, b, a.f};
+  for (int i = 0; i < 5; i++) cudaev_future_release(all[i]);
+  cudaev_loop_destroy(loop);
+  free(gate);
+}
+
+/* A future marked by an event (queued behind another) completes in wait()
+ * with nobody driving the loop, like a word-marked one. */
+Test(loop_gpu_fake, wait_completes_an_event_marked_future_without_a_running_loop) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess); /* never driven */
+  CUstream s;
+  f_screate(&s, 0);
+  cudaev_future_t *k, *f;
+  long r0 = atomic_load(&records);
+  cr_assert_eq(kernel(loop, s, 20000, &k), cudaSuccess);
+  cr_assert_eq(kernel(loop, s, 1000, &f), cudaSuccess);
+  cr_expect_eq(atomic_load(&records) - r0, 1, "the second marker is an event");
+  cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(k, 5 * SEC), cudaSuccess);
+  cudaev_future_release(k);
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+}
+
+/* A fault with a backlog of event-marked futures: all fail with the
+ * context's error, none succeeds. */
+Test(loop_gpu_fake, sticky_error_fails_a_backlog_of_event_markers) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  enum { N = 30 };
+  cudaev_future_t *f[N], *all;
+  cr_assert_eq(kernel(loop, s, 3000000, &f[0]), cudaSuccess);
+  for (int i = 1; i < N; i++) cr_assert_eq(kernel(loop, s, 10, &f[i]), cudaSuccess);
+  cr_assert_eq(cudaev_when_all(loop, f, N, &all), cudaSuccess);
+  usleep(20000);
+  atomic_store(&faulted, 1);
+  cr_expect_eq(cudaev_future_wait(all, 2 * SEC), cudaErrorIllegalAddress);
+  for (int i = 0; i < N; i++) cr_expect_eq(cudaev_future_result(f[i]), cudaErrorIllegalAddress);
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_future_release(all);
   cudaev_loop_destroy(loop);
 }
 
