@@ -120,17 +120,30 @@ struct cudaev__hgate {
 
 struct cudaev__track {
   CUstream stream;
-  struct cudaev_future *head, *tail;   /* FIFO, oldest first */
+  /* The FIFO, oldest first: a ring of futures, each tagged in bit 0 when it
+   * is marked by an event (is_event), so that finding the next word reads
+   * the ring only; entry i is ring[(rhead + i) & (cap - 1)]. An array, not
+   * a list: with 100k futures pending they are cold in the cache, and the
+   * next ones' addresses are known ahead to fetch them. */
+  uintptr_t *ring;
+  uint32_t cap, rhead, rlen;
   struct cudaev__track *hnext;         /* hash chain */
   struct cudaev__track *inext, *iprev; /* idle list, when busy_idx == UINT32_MAX */
   struct cudaev__arm *arm;
   uint32_t busy_idx;   /* index in gpu->busy, UINT32_MAX when idle */
   uint32_t ngates;     /* loop-thread host functions in the FIFO */
   uint32_t nsolo;      /* entries of unknown stream order (struct backlog) */
+  /* The head's completion word and tag when the head is marked by one (a
+   * GPU future or a host function's signal), else NULL: a pass finds a
+   * stream that is not there yet from this record and the word alone,
+   * without touching the future (with 100k pending, a cache miss per busy
+   * stream per pass). Kept by head_changed(). */
+  const uint32_t *hw;
+  uint32_t htag;
   uint32_t flushing;   /* a flush marker of the loop's is in the FIFO */
   uint64_t next_query; /* ns: the earliest the head's event is queried again */
-  struct cudaev_future *probe; /* the oldest word entry after an event head
-                                  (cache; NULL: look it up) */
+  uint32_t probe; /* ring position (rhead-relative base) of the oldest word
+                     entry after an event head; UINT32_MAX: look it up */
   uint64_t nsub;       /* plain futures submitted */
   uint64_t armed_upto; /* nsub when a wakeup was last armed */
 };
@@ -405,6 +418,7 @@ static void idle_trim(struct cudaev__gpu *g) {
     idle_unlink(g, t);
     unhash(g, t);
     arm_release(t->arm); /* a wakeup still queued keeps its own reference */
+    cudaev__free(t->ring, t->cap * sizeof *t->ring);
     cudaev__free(t, sizeof *t);
     atomic_fetch_sub_explicit(&g->ntracks, 1, memory_order_relaxed);
   }
@@ -444,13 +458,14 @@ static struct cudaev__track *track_get(struct cudaev__gpu *g, struct cudaev__wak
     atomic_fetch_add_explicit(&g->ntracks, 1, memory_order_relaxed);
   }
   t->stream = s;
-  t->head = t->tail = NULL;
+  t->rhead = t->rlen = 0;
+  t->hw = NULL;
   t->busy_idx = UINT32_MAX;
   t->ngates = 0;
   t->nsolo = 0;
   t->flushing = 0;
   t->next_query = 0;
-  t->probe = NULL;
+  t->probe = UINT32_MAX;
   t->nsub = t->armed_upto = 0;
   t->hnext = *b;
   *b = t;
@@ -458,35 +473,67 @@ static struct cudaev__track *track_get(struct cudaev__gpu *g, struct cudaev__wak
   return t;
 }
 
-/* Places f in t's FIFO by msg.seq (stream order; see struct backlog):
- * at the tail unless a submitter that enqueued earlier handed its future
- * over later. Equal seqs keep their arrival order (a host function's two
- * entries). */
-static void fifo_insert(struct cudaev__track *t, struct cudaev_future *f) {
-  struct cudaev_future *prev = t->tail, *next = NULL;
-  if (prev != NULL && (int32_t)(f->msg.seq - prev->msg.seq) < 0) {
-    t->probe = NULL; /* the cached word may no longer be the oldest */
-    prev = NULL;
-    next = t->head;
-    while ((int32_t)(f->msg.seq - next->msg.seq) >= 0) {
-      prev = next;
-      next = next->qnext;
-    }
+/* A plain GPU future marked by an event: its state costs a driver call. */
+static inline bool is_event(const struct cudaev_future *f) {
+  return f->kind == CUDAEV__K_GPU && f->use_event;
+}
+
+static inline struct cudaev_future *ent(const struct cudaev__track *t, uint32_t i) {
+  return (struct cudaev_future *)(t->ring[(t->rhead + i) & (t->cap - 1)] & ~(uintptr_t)1);
+}
+static inline bool ent_event(const struct cudaev__track *t, uint32_t i) {
+  return t->ring[(t->rhead + i) & (t->cap - 1)] & 1;
+}
+static inline struct cudaev_future *head_of(const struct cudaev__track *t) {
+  return t->rlen ? ent(t, 0) : NULL;
+}
+static inline void pop(struct cudaev__track *t) {
+  t->rhead++;
+  t->rlen--;
+}
+
+/* Places f in t's FIFO by msg.seq (stream order; see struct backlog): at
+ * the tail unless a submitter that enqueued earlier handed its future over
+ * later. Equal seqs keep their arrival order (a host function's two
+ * entries). false when the ring cannot grow. */
+static void head_changed(struct cudaev__gpu *g, struct cudaev__track *t) {
+  struct cudaev_future *h = head_of(t);
+  bool word = h != NULL && !h->use_event && (h->kind == CUDAEV__K_GPU || h->kind == CUDAEV__K_HOSTFN);
+  t->hw = word ? word_ptr(g, h->x.word) : NULL;
+  t->htag = word ? h->tag : 0;
+}
+
+static bool ring_insert(struct cudaev__gpu *g, struct cudaev__track *t, struct cudaev_future *f) {
+  if (t->rlen == t->cap) {
+    uint32_t ncap = t->cap ? 2 * t->cap : 16;
+    uintptr_t *r = cudaev__alloc(ncap * sizeof *r);
+    if (r == NULL) return false;
+    for (uint32_t i = 0; i < t->rlen; i++) r[i] = t->ring[(t->rhead + i) & (t->cap - 1)];
+    cudaev__free(t->ring, t->cap * sizeof *r);
+    t->ring = r;
+    t->cap = ncap;
+    t->rhead = 0;
   }
-  f->qnext = next;
-  if (prev != NULL)
-    prev->qnext = f;
-  else
-    t->head = f;
-  if (next == NULL) t->tail = f;
+  uint32_t j = t->rlen, m = t->cap - 1;
+  while (j > 0 && (int32_t)(f->msg.seq - ent(t, j - 1)->msg.seq) < 0) {
+    t->ring[(t->rhead + j) & m] = t->ring[(t->rhead + j - 1) & m];
+    j--;
+  }
+  if (j != t->rlen) t->probe = UINT32_MAX; /* may no longer be the oldest */
+  t->ring[(t->rhead + j) & m] = (uintptr_t)f | (is_event(f) ? 1u : 0u);
+  t->rlen++;
+  if (j == 0) head_changed(g, t);
+  return true;
 }
 
 void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
   struct cudaev__gpu *g = loop->gpu;
   /* Until tracked, `track` carries the stream handle (see gpu_submit). */
   struct cudaev__track *t = track_get(g, loop->waker, (CUstream)(void *)f->track);
-  if (t == NULL || (t->busy_idx == UINT32_MAX &&
-                    !grow((void **)&g->busy, &g->cap_busy, sizeof *g->busy, g->nbusy + 1))) {
+  if (t == NULL ||
+      (t->busy_idx == UINT32_MAX &&
+       !grow((void **)&g->busy, &g->cap_busy, sizeof *g->busy, g->nbusy + 1)) ||
+      !ring_insert(g, t, f)) {
     /* Out of memory: report it; the word is not recycled (the GPU may
      * still write it). A host function's gate opens now (fn does not run;
      * its future gets the error): the stream must not wait forever. */
@@ -507,7 +554,6 @@ void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
     return;
   }
   f->track = t;
-  fifo_insert(t, f);
   if (f->solo) t->nsolo++;
   if (f->flush) t->flushing = 1;
   if (f->kind == CUDAEV__K_GPU && !f->has_gate && !f->flush) t->nsub++;
@@ -540,6 +586,7 @@ static cudaError_t head_state(struct cudaev__gpu *g, struct cudaev_future *f) {
 
 /* Words and events to give back, in batches (one lock per batch). */
 struct recycle {
+  uint32_t ndone; /* counted futures finished, for their stream's backlog */
   uint32_t w[64];
   uint32_t n;
   CUevent ev[64];
@@ -592,7 +639,6 @@ static void finish(struct cudaev_loop *loop, struct cudaev_future *f, struct rec
   else
     g->ntracked--;
   if (f->solo) t->nsolo--;
-  if (t->probe == f) t->probe = NULL;
   if (f->kind == CUDAEV__K_HOSTFN) {
     f->track->ngates--;
     struct cudaev_future *uf = f->user;
@@ -613,7 +659,10 @@ static void finish(struct cudaev_loop *loop, struct cudaev_future *f, struct rec
     cudaev_future_release(f);
     return;
   }
-  backlog_done(g, f, f->track->stream);
+  if (f->counted) {
+    f->counted = 0;
+    rc->ndone++;
+  }
   cudaError_t st = fail != cudaSuccess ? fail : f->has_gate ? f->aux.hostfn_result : cudaSuccess;
   if (cudaev__future_try_complete(f, st) && fail == cudaSuccess && now > f->t_submit && !f->flush)
     g->ewma_ns = g->ewma_ns - g->ewma_ns / 8 + (now - f->t_submit) / 8;
@@ -649,58 +698,73 @@ cudaError_t cudaev__gpu_self_state(struct cudaev_future *f) {
 }
 
 /* With many futures pending they are cold in the cache (100k pending:
- * ~20 MB): while one is finished, the next one's continuation and word,
- * and the one after it, are fetched. The next one itself was fetched a
- * step earlier. */
-static inline void prefetch_next(struct cudaev__gpu *g, struct cudaev_future *n) {
-  if (n == NULL) return;
-  __builtin_prefetch(n->conts);
-  if (!n->use_event && n->kind == CUDAEV__K_GPU) __builtin_prefetch(word_ptr(g, n->x.word));
-  struct cudaev_future *nn = n->qnext;
-  if (nn != NULL) {
-    __builtin_prefetch(nn);
-    __builtin_prefetch((char *)nn + 64);
+ * ~20 MB). While the front entry is finished, the one PREFETCH_AHEAD
+ * behind it is fetched, and the continuation and word of the one half as
+ * far (fetched itself a few steps earlier). */
+#define PREFETCH_AHEAD 8u
+static inline void prefetch_ahead(struct cudaev__gpu *g, const struct cudaev__track *t) {
+  if (t->rlen > PREFETCH_AHEAD) {
+    char *p = (char *)ent(t, PREFETCH_AHEAD);
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + 64);
+  }
+  if (t->rlen > PREFETCH_AHEAD / 2) {
+    struct cudaev_future *n = ent(t, PREFETCH_AHEAD / 2);
+    __builtin_prefetch(n->conts);
+    if (!n->use_event && n->kind == CUDAEV__K_GPU) __builtin_prefetch(word_ptr(g, n->x.word));
   }
 }
 
-/* A plain GPU future marked by an event: its state costs a driver call. */
-static inline bool is_event(const struct cudaev_future *f) {
-  return f->kind == CUDAEV__K_GPU && f->use_event;
+/* When a pass starts on a stream whose head has passed: the first entries
+ * (prefetch_ahead covers those from PREFETCH_AHEAD on), then the
+ * continuations of those the ahead-fetch of continuations will not reach
+ * (one wait for the first of them, the rest arrive meanwhile). */
+static inline void prefetch_front(struct cudaev__gpu *g, const struct cudaev__track *t) {
+  uint32_t n = t->rlen <= PREFETCH_AHEAD ? t->rlen : PREFETCH_AHEAD + 1;
+  for (uint32_t j = 1; j < n; j++) {
+    __builtin_prefetch(ent(t, j));
+    __builtin_prefetch((char *)ent(t, j) + 64);
+  }
+  __builtin_prefetch(ent(t, 0)->conts);
+  for (uint32_t j = 1; j < n && j <= PREFETCH_AHEAD / 2; j++) {
+    struct cudaev_future *f = ent(t, j);
+    __builtin_prefetch(f->conts);
+    if (!f->use_event && f->kind == CUDAEV__K_GPU) __builtin_prefetch(word_ptr(g, f->x.word));
+  }
 }
 
 /* How many entries at the front of t's FIFO the GPU has passed, when the
- * head is an event, with few driver calls: stream order makes the passed
- * entries a prefix. UINT32_MAX: all of them, up to the present tail. In
- * order: the tail if it is a word (free); the head (a stream not there yet
- * costs one query, and no walk); the tail if it is an event (one query
- * completes a whole passed run); then, over the first WINDOW entries, the
- * newest passed word (or host-function entry) bounds the prefix from below
- * for free, the oldest unpassed one from above, and the events between are
- * searched by halves. *st gets the outcome that decided: cudaSuccess, or
- * the error a query returned (a sticky error, which every entry up to it
- * gets: querying each would have returned it too). */
+ * head is an event and no word follows it, with few driver calls: stream
+ * order makes the passed entries a prefix. In order: the tail if it is a
+ * word (free); the head (a stream not there yet costs one query); the tail
+ * if it is an event (one query completes a whole passed run); then, over
+ * the first WINDOW entries, the newest passed word (or host-function entry)
+ * bounds the prefix from below for free, the oldest unpassed one from
+ * above, and the events between are searched by halves. *st gets the
+ * outcome that decided: cudaSuccess, or the error a query returned (a
+ * sticky error, which every entry up to it gets: querying each would have
+ * returned it too). */
 static uint32_t find_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaError_t *st) {
   cudaError_t r;
-  if (!is_event(t->tail) && (r = head_state(g, t->tail)) != cudaErrorNotReady) {
+  uint32_t n = t->rlen;
+  if (!ent_event(t, n - 1) && (r = head_state(g, ent(t, n - 1))) != cudaErrorNotReady) {
     *st = r;
-    return UINT32_MAX;
+    return n;
   }
-  if ((r = head_state(g, t->head)) == cudaErrorNotReady) return 0;
+  if ((r = head_state(g, ent(t, 0))) == cudaErrorNotReady) return 0;
   *st = r;
-  if (t->tail == t->head) return 1;
-  if (is_event(t->tail) && (r = head_state(g, t->tail)) != cudaErrorNotReady) {
+  if (n == 1) return 1;
+  if (ent_event(t, n - 1) && (r = head_state(g, ent(t, n - 1))) != cudaErrorNotReady) {
     *st = r;
-    return UINT32_MAX;
+    return n;
   }
-  struct cudaev_future *win[WINDOW];
-  uint32_t n = 0;
-  for (struct cudaev_future *p = t->head; p != NULL && n < WINDOW; p = p->qnext) win[n++] = p;
+  if (n > WINDOW) n = WINDOW;
   /* lo: index of the newest entry known passed; hi: of the oldest known
    * not passed (n: none in the window). */
   int64_t lo = 0, hi = n;
   for (int64_t i = (int64_t)n - 1; i > 0; i--) {
-    if (is_event(win[i])) continue;
-    if (head_state(g, win[i]) != cudaErrorNotReady) {
+    if (ent_event(t, (uint32_t)i)) continue;
+    if (head_state(g, ent(t, (uint32_t)i)) != cudaErrorNotReady) {
       lo = i;
       break;
     }
@@ -709,7 +773,7 @@ static uint32_t find_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaEr
   /* Only events lie strictly between lo and hi. */
   while (hi - lo > 1) {
     int64_t mid = lo + (hi - lo) / 2;
-    r = head_state(g, win[mid]);
+    r = head_state(g, ent(t, (uint32_t)mid));
     if (r != cudaErrorNotReady) {
       lo = mid;
       *st = r;
@@ -720,37 +784,38 @@ static uint32_t find_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaEr
   return (uint32_t)(lo + 1);
 }
 
-/* The oldest word (or host-function) entry behind t's head, which is an
- * event; cached in t->probe. NULL when there is none in the window. */
-static struct cudaev_future *probe_of(struct cudaev__track *t) {
-  if (t->probe != NULL) return t->probe;
-  uint32_t n = 0;
-  for (struct cudaev_future *p = t->head->qnext; p != NULL && n < WINDOW; p = p->qnext, n++)
-    if (!is_event(p)) return t->probe = p;
-  return NULL;
+/* The index of the oldest word (or host-function) entry behind t's head,
+ * which is an event; cached in t->probe. 0 when there is none. */
+static uint32_t probe_of(struct cudaev__track *t) {
+  uint32_t i = t->probe - t->rhead;
+  if (t->probe != UINT32_MAX && i > 0 && i < t->rlen) return i;
+  for (i = 1; i < t->rlen; i++)
+    if (!ent_event(t, i)) {
+      t->probe = t->rhead + i;
+      return i;
+    }
+  t->probe = UINT32_MAX;
+  return 0;
 }
 
 /* How many entries at the front of t's FIFO have passed, its head being an
- * event: UINT32_MAX for all up to `*last`. Words decide for free: the
- * oldest word behind the head (one of every WORD_EVERY markers, or the
- * loop's flush marker at the tail) covers the events before it. Events
- * are queried only where no word follows them (find_done), and the head's
- * event, so that a short job queued before a long one is not held back
- * until the long one ends, is queried no more often than every 1/8 of its
- * age (20 us at least). */
+ * event. Words decide for free: the oldest word behind the head (one of
+ * every WORD_EVERY markers, or the loop's flush marker at the tail) covers
+ * the events before it. Events are queried only where no word follows
+ * them (find_done), and the head's event, so that a short job queued
+ * before a long one is not held back until the long one ends, is queried
+ * no more often than every 1/8 of its age (20 us at least). */
 static uint32_t events_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaError_t *st,
-                            struct cudaev_future **last, uint64_t *now) {
-  struct cudaev_future *w = probe_of(t);
-  if (w == NULL) return find_done(g, t, st);
-  if ((*st = head_state(g, w)) != cudaErrorNotReady) {
-    *last = w;
-    return UINT32_MAX;
-  }
+                            uint64_t *now) {
+  uint32_t w = probe_of(t);
+  if (w == 0) return find_done(g, t, st);
+  if ((*st = head_state(g, ent(t, w))) != cudaErrorNotReady) return w + 1;
   if (*now == 0) *now = cudaev__now_ns();
   if (*now < t->next_query) return 0;
-  uint64_t age = *now > t->head->t_submit ? *now - t->head->t_submit : 0;
+  struct cudaev_future *h = ent(t, 0);
+  uint64_t age = *now > h->t_submit ? *now - h->t_submit : 0;
   t->next_query = *now + (age / 8 > 20000 ? age / 8 : 20000);
-  return (*st = head_state(g, t->head)) != cudaErrorNotReady;
+  return (*st = head_state(g, h)) != cudaErrorNotReady;
 }
 
 /* Puts a word marker of the loop's own behind t's tail, an event, so that
@@ -796,39 +861,44 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop) {
    * and to `busy`), so everything is re-read on each step. */
   for (uint32_t i = 0; i < g->nbusy;) {
     struct cudaev__track *t = g->busy[i];
-    struct cudaev_future *f;
-    while ((f = t->head) != NULL) {
+    if (i + 2 < g->nbusy) __builtin_prefetch(g->busy[i + 2]);
+    if (i + 1 < g->nbusy && g->busy[i + 1]->hw != NULL) __builtin_prefetch(g->busy[i + 1]->hw);
+    if (t->rlen > 1 && (t->hw == NULL || __atomic_load_n(t->hw, __ATOMIC_ACQUIRE) == t->htag))
+      prefetch_front(g, t);
+    while (t->rlen > 0) {
+      if (t->hw != NULL && __atomic_load_n(t->hw, __ATOMIC_ACQUIRE) != t->htag) break;
+      struct cudaev_future *f = ent(t, 0);
       uint32_t k = 1;
       cudaError_t st;
-      struct cudaev_future *last = NULL;
-      if (is_event(f) && t->nsolo == 0) {
-        /* A run of entries at once: k of them, or all up to `last`
-         * (submissions that callbacks make land behind it; only the loop
-         * pops). */
-        if ((k = events_done(g, t, &st, &last, &now)) == 0) break;
-        if (k == UINT32_MAX && last == NULL) last = t->tail;
+      if (ent_event(t, 0) && t->nsolo == 0) {
+        /* A run of k entries at once (submissions that callbacks make land
+         * behind them: only the loop pops, and their seqs are higher). */
+        if ((k = events_done(g, t, &st, &now)) == 0) break;
       } else if ((st = head_state(g, f)) == cudaErrorNotReady) {
         /* (With solo entries in the FIFO each is checked on its own: a
          * passed entry says nothing of those before it.) */
         break;
       }
       if (now == 0) now = cudaev__now_ns();
-      for (bool more = true; more;) {
-        f = t->head;
-        more = last != NULL ? f != last : --k > 0;
-        t->head = f->qnext;
-        if (t->head == NULL) t->tail = NULL;
-        prefetch_next(g, t->head);
+      while (k-- > 0) {
+        f = ent(t, 0);
+        pop(t);
+        prefetch_ahead(g, t);
         /* Entries before the one that decided are passed: success, unless
          * a query returned an error (sticky: theirs too). A host-function
          * entry among them was reached (the stream got past it). */
         finish(loop, f, &rc, st, now);
         any = true;
       }
+      if (rc.ndone) {
+        atomic_fetch_sub_explicit(&slot_of(g, t->stream)->v, rc.ndone, memory_order_relaxed);
+        rc.ndone = 0;
+      }
+      head_changed(g, t);
       t->next_query = 0;
     }
-    if (t->head != NULL && is_event(t->tail)) flush_tail(loop, t);
-    if (t->head == NULL && t->busy_idx == i)
+    if (t->rlen > 0 && ent_event(t, t->rlen - 1)) flush_tail(loop, t);
+    if (t->rlen == 0 && t->busy_idx == i)
       busy_del(g, i);
     else
       i++;
@@ -852,10 +922,14 @@ static void fail_all(struct cudaev_loop *loop, cudaError_t err) {
   while (g->nbusy > 0) {
     struct cudaev__track *t = g->busy[g->nbusy - 1];
     struct cudaev_future *f;
-    while ((f = t->head) != NULL) {
-      t->head = f->qnext;
-      if (t->head == NULL) t->tail = NULL;
+    while (t->rlen > 0) {
+      f = ent(t, 0);
+      pop(t);
       finish(loop, f, &rc, err, 0);
+      if (rc.ndone) {
+        atomic_fetch_sub_explicit(&slot_of(g, t->stream)->v, rc.ndone, memory_order_relaxed);
+        rc.ndone = 0;
+      }
     }
     if (t->busy_idx != UINT32_MAX) busy_del(g, t->busy_idx);
   }
@@ -901,7 +975,7 @@ static void CUDA_CB wake_arm_fn(void *arg) {
 
 static bool any_head_done(struct cudaev__gpu *g) {
   for (uint32_t i = 0; i < g->nbusy; i++)
-    if (head_state(g, g->busy[i]->head) != cudaErrorNotReady) return true;
+    if (head_state(g, head_of(g->busy[i])) != cudaErrorNotReady) return true;
   return false;
 }
 
@@ -915,7 +989,7 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
   if (max > 0 && !g->use_events) {
     uint64_t oldest = UINT64_MAX;
     for (uint32_t i = 0; i < g->nbusy; i++)
-      if (g->busy[i]->head->t_submit < oldest) oldest = g->busy[i]->head->t_submit;
+      if (head_of(g->busy[i])->t_submit < oldest) oldest = head_of(g->busy[i])->t_submit;
     uint64_t end = oldest + 2 * g->ewma_ns + 5000;
     /* While completions flow (a pass completed something lately), the
      * next is likely near too: keep polling rather than sleep until a
@@ -960,7 +1034,7 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
    * of the usual time between completions (at least GAP_MIN_NS). */
   if (g->gap_ns != 0) {
     bool deep = false;
-    for (uint32_t i = 0; i < g->nbusy && !deep; i++) deep = g->busy[i]->head != g->busy[i]->tail;
+    for (uint32_t i = 0; i < g->nbusy && !deep; i++) deep = g->busy[i]->rlen > 1;
     uint64_t cap = g->gap_ns / 4 > GAP_MIN_NS ? g->gap_ns / 4 : GAP_MIN_NS;
     if (deep && cap < t) t = cap;
   }
@@ -974,7 +1048,8 @@ size_t cudaev__gpu_tracks(struct cudaev_loop *loop) {
 void cudaev__gpu_open_gates(struct cudaev_loop *loop) {
   struct cudaev__gpu *g = loop->gpu;
   for (uint32_t i = 0; i < g->nbusy; i++)
-    for (struct cudaev_future *f = g->busy[i]->head; f != NULL; f = f->qnext) {
+    for (uint32_t j = 0; j < g->busy[i]->rlen; j++) {
+      struct cudaev_future *f = ent(g->busy[i], j);
       if (f->kind != CUDAEV__K_HOSTFN) continue;
       if (f->use_event)
         hgate_open(f->aux.hg); /* its reference stays: the process is ending */
@@ -1001,6 +1076,7 @@ void cudaev__gpu_fini(struct cudaev_loop *loop) {
     while (t != NULL) {
       struct cudaev__track *n = t->hnext;
       arm_release(t->arm);
+      cudaev__free(t->ring, t->cap * sizeof *t->ring);
       cudaev__free(t, sizeof *t);
       t = n;
     }

@@ -121,7 +121,6 @@ struct cudaev_future {
   struct cudaev__cont *conts; /* loop only; newest first */
   void *user;                 /* HOSTFN: the user-visible future */
   cudaev_dtor dtor;
-  struct cudaev_future *qnext; /* stream FIFO link (loop only) */
   struct cudaev__track *track; /* GPU/HOSTFN: the stream's record */
   uint64_t t_submit;           /* ns, for the adaptive spin */
   uint32_t tag;                /* GPU/HOSTFN: value the GPU writes */
