@@ -70,7 +70,7 @@ static void futex_wake_all(_Atomic uint32_t *addr) {
 
 /* Sends f to the loop with `bit`; the queued message holds a reference. */
 static void send_bits(struct cudaev_future *f, uint32_t bit) {
-  if (atomic_fetch_or_explicit(&f->msg_bits, bit, memory_order_acq_rel) != 0) return;
+  if (atomic_fetch_or_explicit(&f->msg_bits, bit, memory_order_acq_rel) & CUDAEV__MB_MSG) return;
   cudaev_future_retain(f);
   cudaev__loop_send(f->loop, &f->msg);
 }
@@ -108,6 +108,10 @@ static bool is_listed(const struct cudaev_future *f) {
 
 static void register_now(struct cudaev_loop *loop, struct cudaev_future *f) {
   if (is_listed(f)) {
+    /* Already fired (an inline continuation of an input completed it
+     * before its own registration message came): the loop's reference is
+     * gone with the firing; nothing to list. */
+    if (f->fired) return;
     if (!cudaev__pend_add(loop, f)) {
       /* Untracked: it still works, but loop destroy cannot fail it; keep
        * the loop's reference until it fires. */
@@ -141,6 +145,12 @@ void cudaev__future_fire(struct cudaev_future *f) {
   cudaev_future_retain(f); /* alive until the last continuation ran */
   bool listed = is_listed(f);
   if (listed) cudaev__pend_del(f->loop, f);
+  /* The inline first continuation, when it was published in time. */
+  if (atomic_fetch_or_explicit(&f->msg_bits, CUDAEV__C0_CLOSED, memory_order_acq_rel) &
+      CUDAEV__C0_READY) {
+    f->c0_cb(f, f->result, f->u.c0_user);
+    cudaev_future_release(f); /* the continuation's reference */
+  }
   struct cudaev__cont *c = reverse(f->conts);
   f->conts = NULL;
   while (c != NULL) {
@@ -195,7 +205,8 @@ void cudaev__future_msg(struct cudaev_loop *loop, struct cudaev__msg *m) {
     return;
   }
   struct cudaev_future *f = (struct cudaev_future *)m;
-  uint32_t bits = atomic_exchange_explicit(&f->msg_bits, 0, memory_order_acq_rel);
+  uint32_t bits =
+      atomic_fetch_and_explicit(&f->msg_bits, ~CUDAEV__MB_MSG, memory_order_acq_rel) & CUDAEV__MB_MSG;
   if (bits & CUDAEV__MB_SUBMIT) register_now(loop, f);
   if (bits & CUDAEV__MB_FIRE) cudaev__future_fire(f);
   cudaev_future_release(f); /* the message's reference */
@@ -205,6 +216,19 @@ void cudaev__future_msg(struct cudaev_loop *loop, struct cudaev__msg *m) {
 
 CUDAEV_EXPORT cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_cb cb, void *user) {
   if (f == NULL || cb == NULL || f->kind == CUDAEV__K_HOSTFN) return cudaErrorInvalidValue;
+  if (!(atomic_fetch_or_explicit(&f->msg_bits, CUDAEV__C0_TAKEN, memory_order_relaxed) &
+        CUDAEV__C0_TAKEN)) {
+    /* The inline first continuation: no allocation. */
+    f->c0_cb = cb;
+    f->u.c0_user = user;
+    cudaev_future_retain(f);
+    if (!(atomic_fetch_or_explicit(&f->msg_bits, CUDAEV__C0_READY, memory_order_acq_rel) &
+          CUDAEV__C0_CLOSED))
+      return cudaSuccess;
+    /* It fired first: hand the continuation over as below (the reference
+     * taken goes with it). */
+    cudaev_future_release(f);
+  }
   struct cudaev__cont *c = cudaev__alloc(sizeof *c);
   if (c == NULL) return cudaErrorMemoryAllocation;
   atomic_init(&c->msg.next, NULL);

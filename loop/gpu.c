@@ -140,6 +140,7 @@ struct cudaev__track {
    * stream per pass). Kept by head_changed(). */
   const uint32_t *hw;
   uint32_t htag;
+  bool tail_ev; /* the tail is marked by an event (kept by ring_insert) */
   uint32_t flushing;   /* a flush marker of the loop's is in the FIFO */
   uint64_t next_query; /* ns: the earliest the head's event is queried again */
   uint32_t probe; /* ring position (rhead-relative base) of the oldest word
@@ -521,6 +522,7 @@ static bool ring_insert(struct cudaev__gpu *g, struct cudaev__track *t, struct c
   }
   if (j != t->rlen) t->probe = UINT32_MAX; /* may no longer be the oldest */
   t->ring[(t->rhead + j) & m] = (uintptr_t)f | (is_event(f) ? 1u : 0u);
+  if (j == t->rlen) t->tail_ev = is_event(f);
   t->rlen++;
   if (j == 0) head_changed(g, t);
   return true;
@@ -702,11 +704,17 @@ cudaError_t cudaev__gpu_self_state(struct cudaev_future *f) {
  * behind it is fetched, and the continuation and word of the one half as
  * far (fetched itself a few steps earlier). */
 #define PREFETCH_AHEAD 8u
+/* A future is 128 bytes, 16-aligned: its lines are those of its first,
+ * middle and last bytes. */
+static inline void prefetch_future(const struct cudaev_future *f) {
+  const char *p = (const char *)f;
+  __builtin_prefetch(p);
+  __builtin_prefetch(p + 64);
+  __builtin_prefetch(p + sizeof *f - 1);
+}
 static inline void prefetch_ahead(struct cudaev__gpu *g, const struct cudaev__track *t) {
   if (t->rlen > PREFETCH_AHEAD) {
-    char *p = (char *)ent(t, PREFETCH_AHEAD);
-    __builtin_prefetch(p);
-    __builtin_prefetch(p + 64);
+    prefetch_future(ent(t, PREFETCH_AHEAD));
   }
   if (t->rlen > PREFETCH_AHEAD / 2) {
     struct cudaev_future *n = ent(t, PREFETCH_AHEAD / 2);
@@ -721,15 +729,42 @@ static inline void prefetch_ahead(struct cudaev__gpu *g, const struct cudaev__tr
  * (one wait for the first of them, the rest arrive meanwhile). */
 static inline void prefetch_front(struct cudaev__gpu *g, const struct cudaev__track *t) {
   uint32_t n = t->rlen <= PREFETCH_AHEAD ? t->rlen : PREFETCH_AHEAD + 1;
-  for (uint32_t j = 1; j < n; j++) {
-    __builtin_prefetch(ent(t, j));
-    __builtin_prefetch((char *)ent(t, j) + 64);
-  }
+  for (uint32_t j = 1; j < n; j++) prefetch_future(ent(t, j));
   __builtin_prefetch(ent(t, 0)->conts);
   for (uint32_t j = 1; j < n && j <= PREFETCH_AHEAD / 2; j++) {
     struct cudaev_future *f = ent(t, j);
     __builtin_prefetch(f->conts);
     if (!f->use_event && f->kind == CUDAEV__K_GPU) __builtin_prefetch(word_ptr(g, f->x.word));
+  }
+}
+
+/* A pass visits the busy streams in turn; each visit's first touches (the
+ * record, its ring, the head's word, the stream's backlog slot, the front
+ * futures) are cold with many futures pending, so they are fetched a few
+ * streams ahead, in stages: records three ahead, ring, word and slot two
+ * ahead, the front futures of the next stream if its head has passed. */
+static inline void prefetch_streams(struct cudaev__gpu *g, uint32_t i) {
+  if (i + 3 < g->nbusy) __builtin_prefetch(g->busy[i + 3]);
+  if (i + 2 < g->nbusy) {
+    const struct cudaev__track *n = g->busy[i + 2];
+    if (n->hw != NULL) __builtin_prefetch(n->hw);
+    __builtin_prefetch(n->ring + (n->rhead & (n->cap - 1)));
+    __builtin_prefetch(slot_of(g, n->stream));
+  }
+  if (i == 0) { /* the first two streams: nothing fetched them yet */
+    for (uint32_t j = 0; j < 2 && j < g->nbusy; j++) {
+      const struct cudaev__track *n = g->busy[j];
+      if (n->hw != NULL) __builtin_prefetch(n->hw);
+      __builtin_prefetch(n->ring + (n->rhead & (n->cap - 1)));
+    }
+  }
+  const struct cudaev__track *t = g->busy[i];
+  if (t->rlen > 1 && (t->hw == NULL || __atomic_load_n(t->hw, __ATOMIC_ACQUIRE) == t->htag))
+    prefetch_front(g, t);
+  if (i + 1 < g->nbusy) {
+    const struct cudaev__track *n = g->busy[i + 1];
+    if (n->rlen > 1 && n->hw != NULL && __atomic_load_n(n->hw, __ATOMIC_RELAXED) == n->htag)
+      for (uint32_t j = 0; j < n->rlen && j < PREFETCH_AHEAD; j++) prefetch_future(ent(n, j));
   }
 }
 
@@ -861,10 +896,7 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop) {
    * and to `busy`), so everything is re-read on each step. */
   for (uint32_t i = 0; i < g->nbusy;) {
     struct cudaev__track *t = g->busy[i];
-    if (i + 2 < g->nbusy) __builtin_prefetch(g->busy[i + 2]);
-    if (i + 1 < g->nbusy && g->busy[i + 1]->hw != NULL) __builtin_prefetch(g->busy[i + 1]->hw);
-    if (t->rlen > 1 && (t->hw == NULL || __atomic_load_n(t->hw, __ATOMIC_ACQUIRE) == t->htag))
-      prefetch_front(g, t);
+    prefetch_streams(g, i);
     while (t->rlen > 0) {
       if (t->hw != NULL && __atomic_load_n(t->hw, __ATOMIC_ACQUIRE) != t->htag) break;
       struct cudaev_future *f = ent(t, 0);
@@ -897,7 +929,7 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop) {
       head_changed(g, t);
       t->next_query = 0;
     }
-    if (t->rlen > 0 && ent_event(t, t->rlen - 1)) flush_tail(loop, t);
+    if (t->rlen > 0 && t->tail_ev) flush_tail(loop, t);
     if (t->rlen == 0 && t->busy_idx == i)
       busy_del(g, i);
     else

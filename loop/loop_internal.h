@@ -80,9 +80,17 @@ enum cudaev__fkind {
   CUDAEV__K_HOSTFN, /* internal: the loop-thread host function trigger */
 };
 
-/* msg_bits */
+/* msg_bits: what a queued MSG_FUTURE asks of the loop ... */
 #define CUDAEV__MB_SUBMIT 1u /* register with the loop (pending list / stream FIFO) */
 #define CUDAEV__MB_FIRE   2u /* claimed off the loop: run continuations */
+#define CUDAEV__MB_MSG    3u
+/* ... and the inline first continuation (c0_cb, c0_user), which costs no
+ * allocation: the first cudaev_future_then takes it (TAKEN), writes it and
+ * publishes it (READY); firing closes it (CLOSED). A then() that finds it
+ * CLOSED when publishing hands its continuation over the ordinary way. */
+#define CUDAEV__C0_TAKEN  4u
+#define CUDAEV__C0_READY  8u
+#define CUDAEV__C0_CLOSED 16u
 
 struct cudaev__cont {
   struct cudaev__msg msg; /* CUDAEV__MSG_THEN when sent off-loop */
@@ -99,7 +107,7 @@ struct cudaev_future {
   struct cudaev__msg msg; /* 16: queue link (MSG_FUTURE) */
   _Atomic uint32_t refs;
   _Atomic uint32_t state;    /* cudaev__fstate | WAITERS */
-  _Atomic uint32_t msg_bits; /* CUDAEV__MB_* waiting in the queue */
+  _Atomic uint32_t msg_bits; /* CUDAEV__MB_* waiting in the queue, CUDAEV__C0_* */
   cudaError_t result;        /* valid once DONE */
   uint8_t kind;              /* cudaev__fkind */
   uint8_t fired;             /* loop only: continuations ran */
@@ -126,21 +134,28 @@ struct cudaev_future {
   uint32_t tag;                /* GPU/HOSTFN: value the GPU writes */
   uint32_t gate;               /* HOSTFN: word it opens; GPU: word to recycle */
   union {
-    CUevent ev; /* GPU, event path */
+    struct {
+      union {
+        CUevent ev;     /* GPU, event path */
+        uint64_t left;  /* ALL: inputs still pending */
+        uint64_t index; /* ANY: winning input */
+      };
+      void *c0_user; /* the inline first continuation's (not HOSTFN) */
+    };
     struct {
       cudaev_host_fn fn;
       void *user;
-    } h;            /* HOSTFN */
-    uint64_t left;  /* ALL: inputs still pending */
-    uint64_t index; /* ANY: winning input */
+    } h; /* HOSTFN (never has continuations) */
   } u;
   union {
     struct cudaev__hgate *hg;  /* HOSTFN, event path: the blocking gate */
     cudaError_t hostfn_result; /* GPU future of a host function: fn's outcome */
   } aux;
+  cudaev_future_cb c0_cb; /* the inline first continuation (msg_bits C0_*) */
 };
 
-_Static_assert(sizeof(struct cudaev_future) <= 128, "a pending future costs at most 128 bytes");
+_Static_assert(sizeof(struct cudaev_future) <= 128,
+               "a pending future costs at most 128 bytes, its first continuation included");
 
 /* Allocates a future of `kind` with refs = 1 (the caller's). */
 struct cudaev_future *cudaev__future_new(struct cudaev_loop *loop, int kind);
