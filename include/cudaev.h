@@ -243,6 +243,16 @@ size_t cudaev_when_any_index(const cudaev_future_t *f);
  * of the loop with that error within about 250 ms. When submission fails no
  * future is returned (*out = NULL) and the error is returned (and recorded
  * as cudart's last error, as the corresponding cudaXxx would).
+ *
+ * The marker is a completion word (cuStreamWriteValue32) when the stream has
+ * none of the loop's futures outstanding, else a pooled event, with a word
+ * every 16th (environment CUDAEV_LOOP_WORD_EVERY=1..1024 changes the 16):
+ * words are read for free but cost the GPU about 1.4 us each, events cost
+ * the GPU nothing. While futures are pending on a stream the loop thread
+ * may itself enqueue on it one host function (its wakeup) and one word
+ * (behind a run of events); a cudaStreamSynchronize of the stream also
+ * waits for these (never on cudaStreamPerThread, whose futures bring their
+ * own wakeup). docs/design.md has the details.
  * Thread: any. */
 
 /* Everything enqueued on `stream` so far. */
