@@ -13,6 +13,8 @@
  * thread: in steady state a completion allocates nothing. */
 #include "loop_internal.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -44,9 +46,40 @@ struct free_obj {
 struct cache {
   struct free_obj *head[CLASSES];
   unsigned count[CLASSES];
+  bool registered; /* thread_key holds this cache: emptied at thread exit */
+  bool dead;       /* emptied at thread exit: later objects go to malloc */
 };
 
 static _Thread_local struct cache cache;
+
+/* A thread's cache goes back to malloc when the thread exits (objects a
+ * submitting thread freed would otherwise be lost with it). */
+static pthread_key_t thread_key;
+static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
+static bool thread_key_made;
+
+static void cache_drain(void *arg) {
+  struct cache *c = arg;
+  for (size_t k = 0; k < CLASSES; k++) {
+    while (c->head[k] != NULL) {
+      struct free_obj *o = c->head[k];
+      c->head[k] = o->next;
+      free(o);
+    }
+    c->count[k] = 0;
+  }
+  c->dead = true;
+}
+
+static void thread_key_make(void) {
+  thread_key_made = pthread_key_create(&thread_key, cache_drain) == 0;
+}
+
+/* dlclose: no destructor may point into an unloaded library. */
+__attribute__((destructor)) static void thread_key_drop(void) {
+  if (thread_key_made) pthread_key_delete(thread_key);
+  thread_key_made = false;
+}
 
 static inline size_t class_of(size_t size) { return (size + 15) >> CLASS_SHIFT; }
 
@@ -68,9 +101,17 @@ void *cudaev__alloc(size_t size) {
 void cudaev__free(void *p, size_t size) {
   if (p == NULL) return;
   size_t c = class_of(size);
-  if (c >= CLASSES || cache.count[c] >= CACHE_MAX) {
+  if (c >= CLASSES || cache.count[c] >= CACHE_MAX || cache.dead) {
     free(p);
     return;
+  }
+  if (!cache.registered) {
+    pthread_once(&thread_key_once, thread_key_make);
+    if (!thread_key_made || pthread_setspecific(thread_key, &cache) != 0) {
+      free(p);
+      return;
+    }
+    cache.registered = true;
   }
   struct free_obj *o = p;
   o->next = cache.head[c];

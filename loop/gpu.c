@@ -68,6 +68,8 @@
 #define WINDOW          256u /* FIFO entries find_done looks at in one step */
 #define FLOW_NS         20000u /* spin on while the last completion is this recent */
 #define GAP_MIN_NS      10000u /* shortest sleep while streams are deep */
+#define ENQUEUE_MAX_OUTSTANDING 256u /* the loop enqueues on no stream deeper */
+#define DEEP_POLL_NS    1000000u /* sleep cap with deep streams, no gap known */
 #define GAP_MAX_NS      10000000u /* gaps between completions count up to this */
 
 /* A stream as seen by submitting threads (streams share a slot when their
@@ -853,6 +855,21 @@ static uint32_t events_done(struct cudaev__gpu *g, struct cudaev__track *t, cuda
   return (*st = head_state(g, h)) != cudaErrorNotReady;
 }
 
+/* Whether the loop thread may enqueue on t's stream (a wakeup, a flush
+ * marker). Not behind a loop-thread host function not yet run, nor with
+ * hundreds of our futures outstanding on it: the driver blocks an enqueue
+ * once about a thousand operations are pending on a stream, and the loop
+ * must not block in one behind work that may wait for the loop itself (its
+ * host function's gate, or a stream wait on a value a continuation
+ * writes); a stream that deep completes through the timed wakeups of deep
+ * streams and the words among its entries. Never on the per-thread default
+ * stream: the loop thread's would be another stream. */
+static bool may_enqueue(struct cudaev__gpu *g, const struct cudaev__track *t) {
+  return t->ngates == 0 && t->stream != CU_STREAM_PER_THREAD &&
+         (uint32_t)atomic_load_explicit(&slot_of(g, t->stream)->v, memory_order_relaxed) <
+             ENQUEUE_MAX_OUTSTANDING;
+}
+
 /* Puts a word marker of the loop's own behind t's tail, an event, so that
  * the runs of events before it complete by a read, not by queries. At most
  * one per stream at a time; none where the loop must not enqueue: behind
@@ -861,7 +878,7 @@ static uint32_t events_done(struct cudaev__gpu *g, struct cudaev__track *t, cuda
  * stream), or without stream memory operations. */
 static void flush_tail(struct cudaev_loop *loop, struct cudaev__track *t) {
   struct cudaev__gpu *g = loop->gpu;
-  if (g->use_events || t->flushing || t->ngates > 0 || t->stream == CU_STREAM_PER_THREAD) return;
+  if (g->use_events || t->flushing || !may_enqueue(g, t)) return;
   struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
   if (f == NULL) return;
   if (word_get(g, &f->x.word) != cudaSuccess) {
@@ -1038,13 +1055,15 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
   if (any_head_done(g)) return 0;
   /* Arm one host function per busy stream with work submitted since its
    * last one (UCX): it writes the eventfd when the stream gets there. */
+  bool deep = false;
   for (uint32_t i = 0; i < g->nbusy; i++) {
     struct cudaev__track *t = g->busy[i];
+    if (t->rlen > 1) deep = true;
     /* Nothing new; or a wakeup still queued (it fires when the stream has
-     * passed it, and the pass it causes arms the next); or a loop-thread
-     * host function pending on the stream (its own wakeup comes first,
-     * and an enqueue could block the loop behind its closed gate). */
-    if (t->nsub <= t->armed_upto || t->ngates > 0 || t->stream == CU_STREAM_PER_THREAD ||
+     * passed it, and the pass it causes arms the next); or the loop must
+     * not enqueue there (may_enqueue: a loop-thread host function's own
+     * wakeup comes first; a stream hundreds deep is polled, below). */
+    if (t->nsub <= t->armed_upto || !may_enqueue(g, t) ||
         atomic_load_explicit(&t->arm->armed, memory_order_seq_cst))
       continue;
     atomic_store_explicit(&t->arm->armed, 1, memory_order_relaxed);
@@ -1062,13 +1081,14 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
   uint64_t t = g->next_watchdog > now ? g->next_watchdog - now : 0;
   /* An armed wakeup fires when its stream has passed all of its queued
    * work: with more than one entry queued, the ones before it would wait
-   * for that. So while streams are deep, sleep no longer than a quarter
-   * of the usual time between completions (at least GAP_MIN_NS). */
-  if (g->gap_ns != 0) {
-    bool deep = false;
-    for (uint32_t i = 0; i < g->nbusy && !deep; i++) deep = g->busy[i]->rlen > 1;
-    uint64_t cap = g->gap_ns / 4 > GAP_MIN_NS ? g->gap_ns / 4 : GAP_MIN_NS;
-    if (deep && cap < t) t = cap;
+   * for that (and a stream too deep to arm has none). So while streams are
+   * deep, sleep no longer than a quarter of the usual time between
+   * completions (at least GAP_MIN_NS), or DEEP_POLL_NS before any was seen. */
+  if (deep) {
+    uint64_t cap = g->gap_ns == 0              ? DEEP_POLL_NS
+                   : g->gap_ns / 4 > GAP_MIN_NS ? g->gap_ns / 4
+                                               : GAP_MIN_NS;
+    if (cap < t) t = cap;
   }
   return t;
 }

@@ -14,6 +14,7 @@
  *    real driver blocks launches at about a thousand). A submission blocked
  *    for 10 s aborts the test with a message: on a GPU it would deadlock. */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -343,6 +344,14 @@ static cudaError_t kernel(cudaev_loop_t *loop, CUstream s, unsigned us, cudaev_f
 
 static const int64_t SEC = 1000000000LL;
 
+/* A foreign-mode loop (driven by the test) and a fresh stream. */
+static cudaev_loop_t *foreign_with_stream(CUstream *s) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  f_screate(s, 0);
+  return loop;
+}
+
 /* ---- tests ----------------------------------------------------------------- */
 
 TestSuite(loop_gpu_fake, .init = setup, .fini = teardown, .timeout = 60);
@@ -610,10 +619,8 @@ static void set_flag(cudaev_future_t *f, cudaError_t s, void *u) {
 }
 
 Test(loop_gpu_fake, foreign_loop_sleeps_and_is_woken_by_armed_host_function) {
-  cudaev_loop_t *loop;
-  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
   CUstream s;
-  f_screate(&s, 0);
+  cudaev_loop_t *loop = foreign_with_stream(&s);
   cudaev_future_t *f;
   cr_assert_eq(kernel(loop, s, 100000, &f), cudaSuccess); /* 100 ms */
   atomic_int flag = 0;
@@ -679,10 +686,8 @@ static void order_cb(cudaev_future_t *f, cudaError_t s, void *u) {
 }
 
 Test(loop_gpu_fake, backlogged_stream_gets_events_and_completes_in_order) {
-  cudaev_loop_t *loop;
-  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
   CUstream s;
-  f_screate(&s, 0);
+  cudaev_loop_t *loop = foreign_with_stream(&s);
   enum { N = 101 };
   cudaev_future_t *f[N];
   struct order o = {0, 0};
@@ -713,10 +718,8 @@ Test(loop_gpu_fake, backlogged_stream_gets_events_and_completes_in_order) {
 /* A backlog behind a long kernel: the loop puts one word marker of its own
  * behind the tail, and the whole run then completes without a query. */
 Test(loop_gpu_fake, loop_flush_marker_completes_a_run_without_queries) {
-  cudaev_loop_t *loop;
-  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
   CUstream s;
-  f_screate(&s, 0);
+  cudaev_loop_t *loop = foreign_with_stream(&s);
   enum { N = 12 };
   cudaev_future_t *f[N];
   struct order o = {0, 0};
@@ -768,6 +771,37 @@ Test(loop_gpu_fake, short_job_before_a_long_one_is_not_held_back) {
   cudaev_loop_destroy(loop);
 }
 
+/* A stream too deep for the loop to enqueue on (hundreds of our futures
+ * outstanding: it could block behind work that waits for the loop): no
+ * wakeup is armed there, and the loop polls it instead of sleeping until
+ * the watchdog. The first future completes soon after its kernel. */
+Test(loop_gpu_fake, deep_stream_without_a_wakeup_is_polled) {
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s);
+  enum { N = 300 };
+  cudaev_future_t *f[N];
+  cr_assert_eq(kernel(loop, s, 40000, &f[0]), cudaSuccess); /* 40 ms */
+  for (int i = 1; i < N; i++)
+    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
+  cudaev_loop_set_spin(loop, 0);
+  cudaev_loop_process(loop); /* takes them in */
+  long h0 = atomic_load(&hostfns);
+  int ms = cudaev_loop_timeout(loop);
+  cr_expect_eq(atomic_load(&hostfns) - h0, 0, "a wakeup was armed on a stream that deep");
+  cr_expect(ms >= 0 && ms <= 1, "told to sleep %d ms with no wakeup armed", ms);
+  /* Driven like an application's loop would: all complete. */
+  long long t0 = mono_ns();
+  while (cudaev_future_result(f[N - 1]) == cudaErrorNotReady && mono_ns() - t0 < 5 * SEC) {
+    int t = cudaev_loop_timeout(loop);
+    struct pollfd p = {.fd = cudaev_loop_fd(loop), .events = POLLIN};
+    poll(&p, 1, t);
+    cudaev_loop_process(loop);
+  }
+  for (int i = 0; i < N; i++) cr_expect_eq(cudaev_future_result(f[i]), cudaSuccess);
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_loop_destroy(loop);
+}
+
 /* The per-thread default stream is another stream on each thread: the
  * loop never enqueues on it (no flush marker, no armed wakeup); each
  * submission brings its own wakeup, and its futures complete. */
@@ -802,10 +836,8 @@ Test(loop_gpu_fake, per_thread_stream_futures) {
 /* Half a backlog passed: the loop completes exactly the passed prefix
  * (found by halves), the rest later. */
 Test(loop_gpu_fake, backlog_partly_passed_completes_the_prefix) {
-  cudaev_loop_t *loop;
-  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
   CUstream s;
-  f_screate(&s, 0);
+  cudaev_loop_t *loop = foreign_with_stream(&s);
   enum { N = 40 };
   cudaev_future_t *f[N + 1];
   struct order o = {0, 0};
