@@ -143,6 +143,11 @@ struct cudaev__track {
   const uint32_t *hw;
   uint32_t htag;
   bool tail_ev; /* the tail is marked by an event (kept by ring_insert) */
+  /* The newest word entry appended (its word, tag and ring position,
+   * rhead-based): when it is written, every entry up to it has passed,
+   * known from this record and one word (the loop's flush marker usually). */
+  const uint32_t *tw;
+  uint32_t twtag, twpos;
   uint32_t flushing;   /* a flush marker of the loop's is in the FIFO */
   uint64_t next_query; /* ns: the earliest the head's event is queried again */
   uint32_t probe; /* ring position (rhead-relative base) of the oldest word
@@ -463,6 +468,7 @@ static struct cudaev__track *track_get(struct cudaev__gpu *g, struct cudaev__wak
   t->stream = s;
   t->rhead = t->rlen = 0;
   t->hw = NULL;
+  t->tw = NULL;
   t->busy_idx = UINT32_MAX;
   t->ngates = 0;
   t->nsolo = 0;
@@ -499,11 +505,22 @@ static inline void pop(struct cudaev__track *t) {
  * the tail unless a submitter that enqueued earlier handed its future over
  * later. Equal seqs keep their arrival order (a host function's two
  * entries). false when the ring cannot grow. */
+static inline bool has_word(const struct cudaev_future *f) {
+  return !f->use_event && (f->kind == CUDAEV__K_GPU || f->kind == CUDAEV__K_HOSTFN);
+}
+
 static void head_changed(struct cudaev__gpu *g, struct cudaev__track *t) {
   struct cudaev_future *h = head_of(t);
-  bool word = h != NULL && !h->use_event && (h->kind == CUDAEV__K_GPU || h->kind == CUDAEV__K_HOSTFN);
+  bool word = h != NULL && has_word(h);
   t->hw = word ? word_ptr(g, h->x.word) : NULL;
   t->htag = word ? h->tag : 0;
+}
+
+/* The index of the newest word entry appended, while it is in the FIFO;
+ * UINT32_MAX otherwise. */
+static inline uint32_t tail_word(const struct cudaev__track *t) {
+  uint32_t i = t->twpos - t->rhead;
+  return t->tw != NULL && i < t->rlen ? i : UINT32_MAX;
 }
 
 static bool ring_insert(struct cudaev__gpu *g, struct cudaev__track *t, struct cudaev_future *f) {
@@ -515,6 +532,9 @@ static bool ring_insert(struct cudaev__gpu *g, struct cudaev__track *t, struct c
     cudaev__free(t->ring, t->cap * sizeof *r);
     t->ring = r;
     t->cap = ncap;
+    /* Positions count from rhead: rebase the cached ones with it. */
+    if (t->probe != UINT32_MAX) t->probe -= t->rhead;
+    t->twpos -= t->rhead;
     t->rhead = 0;
   }
   uint32_t j = t->rlen, m = t->cap - 1;
@@ -522,7 +542,14 @@ static bool ring_insert(struct cudaev__gpu *g, struct cudaev__track *t, struct c
     t->ring[(t->rhead + j) & m] = t->ring[(t->rhead + j - 1) & m];
     j--;
   }
-  if (j != t->rlen) t->probe = UINT32_MAX; /* may no longer be the oldest */
+  if (j != t->rlen) {
+    t->probe = UINT32_MAX; /* may no longer be the oldest */
+    if (tail_word(t) != UINT32_MAX && j <= t->twpos - t->rhead) t->twpos++;
+  } else if (has_word(f)) {
+    t->tw = word_ptr(g, f->x.word);
+    t->twtag = f->tag;
+    t->twpos = t->rhead + j;
+  }
   t->ring[(t->rhead + j) & m] = (uintptr_t)f | (is_event(f) ? 1u : 0u);
   if (j == t->rlen) t->tail_ev = is_event(f);
   t->rlen++;
@@ -750,6 +777,7 @@ static inline void prefetch_streams(struct cudaev__gpu *g, uint32_t i) {
   if (i + 2 < g->nbusy) {
     const struct cudaev__track *n = g->busy[i + 2];
     if (n->hw != NULL) __builtin_prefetch(n->hw);
+    if (n->tw != NULL) __builtin_prefetch(n->tw);
     __builtin_prefetch(n->ring + (n->rhead & (n->cap - 1)));
     __builtin_prefetch(slot_of(g, n->stream));
   }
@@ -844,6 +872,11 @@ static uint32_t probe_of(struct cudaev__track *t) {
  * no more often than every 1/8 of its age (20 us at least). */
 static uint32_t events_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaError_t *st,
                             uint64_t *now) {
+  uint32_t tw = tail_word(t);
+  if (tw != UINT32_MAX && __atomic_load_n(t->tw, __ATOMIC_ACQUIRE) == t->twtag) {
+    *st = cudaSuccess;
+    return tw + 1;
+  }
   uint32_t w = probe_of(t);
   if (w == 0) return find_done(g, t, st);
   if ((*st = head_state(g, ent(t, w))) != cudaErrorNotReady) return w + 1;

@@ -833,6 +833,52 @@ Test(loop_gpu_fake, per_thread_stream_futures) {
   cudaev_loop_destroy(loop);
 }
 
+/* A stream FIFO (a ring) grows while it is not at the start of its
+ * storage, with the loop's flush word in it: when that word passes, what
+ * completes is exactly the run up to it, not the entries queued behind a
+ * second gate (positions are rebased with the ring). */
+Test(loop_gpu_fake, ring_growth_keeps_the_flush_word_position) {
+  setenv("CUDAEV_LOOP_WORD_EVERY", "1024", 1); /* no words but the first and the flush */
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s);
+  unsetenv("CUDAEV_LOOP_WORD_EVERY");
+  cudaev_future_t *p[10], *a[15], *b[16];
+  for (int i = 0; i < 10; i++)
+    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &p[i]), cudaSuccess);
+  cr_expect_eq(f_ssync(s), CUDA_SUCCESS);
+  for (int i = 0; i < 100 && cudaev_future_result(p[9]) == cudaErrorNotReady; i++) {
+    cudaev_loop_process(loop);
+    f_ssync(s);
+  }
+  cr_assert_eq(cudaev_future_result(p[9]), cudaSuccess);
+  uint32_t *gate = calloc(2, 4);
+  f_wait(s, (CUdeviceptr)&gate[0], 1, CU_STREAM_WAIT_VALUE_EQ);
+  for (int i = 0; i < 15; i++)
+    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &a[i]), cudaSuccess);
+  cudaev_loop_process(loop); /* a[] in the FIFO, then the loop's flush word */
+  f_wait(s, (CUdeviceptr)&gate[1], 1, CU_STREAM_WAIT_VALUE_EQ);
+  for (int i = 0; i < 16; i++)
+    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &b[i]), cudaSuccess);
+  cudaev_loop_process(loop); /* b[] in: the ring grows */
+  __atomic_store_n(&gate[0], 1, __ATOMIC_RELEASE);
+  usleep(50000); /* the fake GPU passes a[] and the flush word, stops at gate[1] */
+  cudaev_loop_process(loop);
+  for (int i = 0; i < 15; i++) cr_expect_eq(cudaev_future_result(a[i]), cudaSuccess, "a[%d]", i);
+  for (int i = 0; i < 16; i++)
+    cr_expect_eq(cudaev_future_result(b[i]), cudaErrorNotReady, "b[%d] completed behind a gate", i);
+  __atomic_store_n(&gate[1], 1, __ATOMIC_RELEASE);
+  for (int i = 0; i < 2000 && cudaev_future_result(b[15]) == cudaErrorNotReady; i++) {
+    usleep(1000);
+    cudaev_loop_process(loop);
+  }
+  for (int i = 0; i < 16; i++) cr_expect_eq(cudaev_future_result(b[i]), cudaSuccess);
+  for (int i = 0; i < 10; i++) cudaev_future_release(p[i]);
+  for (int i = 0; i < 15; i++) cudaev_future_release(a[i]);
+  for (int i = 0; i < 16; i++) cudaev_future_release(b[i]);
+  cudaev_loop_destroy(loop);
+  free(gate);
+}
+
 /* Half a backlog passed: the loop completes exactly the passed prefix
  * (found by halves), the rest later. */
 Test(loop_gpu_fake, backlog_partly_passed_completes_the_prefix) {
