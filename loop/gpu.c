@@ -799,11 +799,11 @@ static inline void prefetch_streams(struct cudaev__gpu *g, uint32_t i) {
 }
 
 /* How many entries at the front of t's FIFO the GPU has passed, when the
- * head is an event and no word follows it, with few driver calls: stream
- * order makes the passed entries a prefix. In order: the tail if it is a
- * word (free); the head (a stream not there yet costs one query); the tail
- * if it is an event (one query completes a whole passed run); then, over
- * the first WINDOW entries, the newest passed word (or host-function entry)
+ * head is an event and no word was appended behind it, with few driver
+ * calls: stream order makes the passed entries a prefix. In order: the
+ * head (a stream not there yet costs one query); the tail (one query
+ * completes a whole passed run); then, over the first WINDOW entries, the
+ * newest passed word or host-function entry (one placed out of order)
  * bounds the prefix from below for free, the oldest unpassed one from
  * above, and the events between are searched by halves. *st gets the
  * outcome that decided: cudaSuccess, or the error a query returned (a
@@ -812,10 +812,6 @@ static inline void prefetch_streams(struct cudaev__gpu *g, uint32_t i) {
 static uint32_t find_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaError_t *st) {
   cudaError_t r;
   uint32_t n = t->rlen;
-  if (!ent_event(t, n - 1) && (r = head_state(g, ent(t, n - 1))) != cudaErrorNotReady) {
-    *st = r;
-    return n;
-  }
   if ((r = head_state(g, ent(t, 0))) == cudaErrorNotReady) return 0;
   *st = r;
   if (n == 1) return 1;
@@ -850,36 +846,33 @@ static uint32_t find_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaEr
 }
 
 /* The index of the oldest word (or host-function) entry behind t's head,
- * which is an event; cached in t->probe. 0 when there is none. */
-static uint32_t probe_of(struct cudaev__track *t) {
+ * which is an event, up to the newest word `tw` (so there is one);
+ * cached in t->probe. */
+static uint32_t probe_of(struct cudaev__track *t, uint32_t tw) {
   uint32_t i = t->probe - t->rhead;
-  if (t->probe != UINT32_MAX && i > 0 && i < t->rlen) return i;
-  for (i = 1; i < t->rlen; i++)
-    if (!ent_event(t, i)) {
-      t->probe = t->rhead + i;
-      return i;
-    }
-  t->probe = UINT32_MAX;
-  return 0;
+  if (t->probe != UINT32_MAX && i > 0 && i <= tw) return i;
+  for (i = 1; i < tw && ent_event(t, i); i++) {
+  }
+  t->probe = t->rhead + i;
+  return i;
 }
 
 /* How many entries at the front of t's FIFO have passed, its head being an
- * event. Words decide for free: the oldest word behind the head (one of
- * every WORD_EVERY markers, or the loop's flush marker at the tail) covers
- * the events before it. Events are queried only where no word follows
- * them (find_done), and the head's event, so that a short job queued
- * before a long one is not held back until the long one ends, is queried
- * no more often than every 1/8 of its age (20 us at least). */
+ * event. Words decide for free: the newest word appended (the loop's flush
+ * marker, usually), from the stream's record, then the oldest word behind
+ * the head (one of every WORD_EVERY markers) cover the events before them.
+ * Events are queried only where no word follows them (find_done), and the
+ * head's event, so that a short job queued before a long one is not held
+ * back until the long one ends, is queried no more often than every 1/8
+ * of its age (20 us at least). */
 static uint32_t events_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaError_t *st,
                             uint64_t *now) {
   uint32_t tw = tail_word(t);
-  if (tw != UINT32_MAX && __atomic_load_n(t->tw, __ATOMIC_ACQUIRE) == t->twtag) {
-    *st = cudaSuccess;
-    return tw + 1;
-  }
-  uint32_t w = probe_of(t);
-  if (w == 0) return find_done(g, t, st);
-  if ((*st = head_state(g, ent(t, w))) != cudaErrorNotReady) return w + 1;
+  if (tw == UINT32_MAX) return find_done(g, t, st);
+  *st = cudaSuccess;
+  if (__atomic_load_n(t->tw, __ATOMIC_ACQUIRE) == t->twtag) return tw + 1;
+  uint32_t w = probe_of(t, tw);
+  if (w < tw && (*st = head_state(g, ent(t, w))) != cudaErrorNotReady) return w + 1;
   if (*now == 0) *now = cudaev__now_ns();
   if (*now < t->next_query) return 0;
   struct cudaev_future *h = ent(t, 0);
@@ -903,6 +896,32 @@ static bool may_enqueue(struct cudaev__gpu *g, const struct cudaev__track *t) {
              ENQUEUE_MAX_OUTSTANDING;
 }
 
+/* Enqueues f's completion marker on `stream`: a pooled event if
+ * f->use_event, else a word with a fresh tag; the enqueue is bracketed on
+ * the stream's slot, which gives f its place in stream order (msg.seq) and
+ * says whether another submission overlapped it (solo). On failure the
+ * word or event goes back and nothing is on the stream. Thread: any. */
+static cudaError_t enqueue_marker(struct cudaev__gpu *g, struct cudaev_future *f, CUstream stream) {
+  cudaError_t e = f->use_event ? event_get(g, &f->u.ev) : word_get(g, &f->x.word);
+  if (e != cudaSuccess) return e;
+  if (!f->use_event) f->tag = next_tag(g);
+  struct backlog *b = slot_of(g, stream);
+  bool solo;
+  uint32_t began = order_begin(b, &solo);
+  e = cudaev__error_from_cu(
+      f->use_event ? cudaev__drv.cuEventRecord(f->u.ev, stream)
+                   : cudaev__drv.cuStreamWriteValue32(stream, word_dev(g, f->x.word), f->tag, 0));
+  f->msg.seq = order_end(b, began, &solo);
+  f->solo = solo;
+  if (e != cudaSuccess) {
+    if (f->use_event)
+      event_put(g, f->u.ev);
+    else
+      words_put(g, &f->x.word, 1);
+  }
+  return e;
+}
+
 /* Puts a word marker of the loop's own behind t's tail, an event, so that
  * the runs of events before it complete by a read, not by queries. At most
  * one per stream at a time; none where the loop must not enqueue: behind
@@ -914,20 +933,8 @@ static void flush_tail(struct cudaev_loop *loop, struct cudaev__track *t) {
   if (g->use_events || t->flushing || !may_enqueue(g, t)) return;
   struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
   if (f == NULL) return;
-  if (word_get(g, &f->x.word) != cudaSuccess) {
-    cudaev_future_release(f);
-    return;
-  }
   f->flush = 1;
-  f->tag = next_tag(g);
-  struct backlog *b = slot_of(g, t->stream);
-  bool solo;
-  uint32_t began = order_begin(b, &solo);
-  CUresult r = cudaev__drv.cuStreamWriteValue32(t->stream, word_dev(g, f->x.word), f->tag, 0);
-  f->msg.seq = order_end(b, began, &solo);
-  f->solo = solo;
-  if (r != CUDA_SUCCESS) {
-    words_put(g, &f->x.word, 1);
+  if (enqueue_marker(g, f, t->stream) != cudaSuccess) {
     cudaev_future_release(f);
     return;
   }
@@ -1218,42 +1225,18 @@ static cudaError_t mark(struct cudaev_loop *loop, CUstream stream, cudaev_future
    * by words, and woken by a host function of the submitter's (the loop
    * cannot enqueue on it). */
   bool per_thread = stream == CU_STREAM_PER_THREAD;
-  cudaError_t e;
-  if (per_thread) backlogged = false;
-  if (g->use_events || backlogged) {
-    f->use_event = 1;
-    e = event_get(g, &f->u.ev);
-  } else {
-    e = word_get(g, &f->x.word);
-    f->tag = next_tag(g);
-  }
+  f->use_event = g->use_events || (backlogged && !per_thread);
+  cudaError_t e = enqueue_marker(g, f, stream);
   if (e != cudaSuccess) {
     backlog_done(g, f, stream);
     cudaev_future_release(f);
     return e;
   }
-  bool solo;
-  uint32_t began = order_begin(b, &solo);
-  if (f->use_event)
-    e = cudaev__error_from_cu(cudaev__drv.cuEventRecord(f->u.ev, stream));
-  else
-    e = cudaev__error_from_cu(
-        cudaev__drv.cuStreamWriteValue32(stream, word_dev(g, f->x.word), f->tag, 0));
-  f->msg.seq = order_end(b, began, &solo);
-  f->solo = solo || per_thread;
-  if (e == cudaSuccess && per_thread) {
+  if (per_thread) {
+    f->solo = 1;
     atomic_fetch_add_explicit(&loop->waker->refs, 1, memory_order_relaxed);
     if (cudaev__drv.cuLaunchHostFunc(stream, wake_fn, loop->waker) != CUDA_SUCCESS)
       cudaev__waker_release(loop->waker); /* the watchdog's timer still polls */
-  }
-  if (e != cudaSuccess) {
-    if (f->use_event)
-      event_put(g, f->u.ev);
-    else
-      words_put(g, &f->x.word, 1);
-    backlog_done(g, f, stream);
-    cudaev_future_release(f);
-    return e;
   }
   f->t_submit = cudaev__now_ns();
   f->track = (struct cudaev__track *)(void *)stream; /* resolved by the loop */
