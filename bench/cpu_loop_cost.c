@@ -12,6 +12,7 @@
  *   build/bench/cpu-loop-cost            prints both costs and their ratio
  *
  * Not part of the GPU harness; numbers depend on this machine's caches. */
+#include "fake_driver.h"
 #include "internal.h"
 
 #include <stdio.h>
@@ -49,21 +50,6 @@ struct fstream {
 };
 static uint64_t q_passed_ns = 1750, q_pending_ns = 100;
 
-static CUresult f_init(unsigned f) { return (void)f, CUDA_SUCCESS; }
-static CUresult f_count(int *n) { return *n = 1, CUDA_SUCCESS; }
-static CUresult f_get(CUdevice *d, int i) { return *d = i, CUDA_SUCCESS; }
-static CUcontext cur;
-static CUresult f_retain(CUcontext *c, CUdevice d) {
-  (void)d;
-  *c = (CUcontext)0x1000;
-  return CUDA_SUCCESS;
-}
-static CUresult f_release(CUdevice d) { return (void)d, CUDA_SUCCESS; }
-static CUresult f_getcur(CUcontext *c) { return *c = cur, CUDA_SUCCESS; }
-static CUresult f_setcur(CUcontext c) { return cur = c, CUDA_SUCCESS; }
-static CUresult f_push(CUcontext c) { return cur = c, CUDA_SUCCESS; }
-static CUresult f_pop(CUcontext *c) { return (void)c, CUDA_SUCCESS; }
-static CUresult f_ctxdev(CUdevice *d, CUcontext c) { return (void)c, *d = 0, CUDA_SUCCESS; }
 static CUresult f_screate(CUstream *s, unsigned fl) {
   (void)fl;
   *s = (CUstream)calloc(1, sizeof(struct fstream));
@@ -71,17 +57,6 @@ static CUresult f_screate(CUstream *s, unsigned fl) {
 }
 static CUresult f_squery(CUstream s) { return (void)s, CUDA_SUCCESS; }
 static CUresult f_csync(CUcontext c) { return (void)c, CUDA_SUCCESS; }
-static CUresult f_hostalloc(void **p, size_t n, unsigned fl) {
-  (void)fl;
-  *p = calloc(1, n);
-  return CUDA_SUCCESS;
-}
-static CUresult f_hostdev(CUdeviceptr *d, void *p, unsigned fl) {
-  (void)fl;
-  *d = (CUdeviceptr)p;
-  return CUDA_SUCCESS;
-}
-static CUresult f_freehost(void *p) { return free(p), CUDA_SUCCESS; }
 static void push(CUstream s, struct op o) {
   struct fstream *f = (struct fstream *)s;
   if (f == NULL) return; /* the loop's internal probe on the NULL stream */
@@ -206,25 +181,12 @@ int main(void) {
   const char *nw = getenv("CPU_LOOP_COST_WINDOWS"); /* for profiling: more windows */
   if (nw != NULL && atoi(nw) >= 2 && atoi(nw) <= WINDOWS_MAX) WINDOWS = atoi(nw);
   static struct cudaev_driver t;
-  memset(&t, 0, sizeof t);
-  t.cuInit = f_init;
-  t.cuDeviceGetCount = f_count;
-  t.cuDeviceGet = f_get;
-  t.cuDevicePrimaryCtxRetain = f_retain;
-  t.cuDevicePrimaryCtxRelease = f_release;
-  t.cuCtxGetCurrent = f_getcur;
-  t.cuCtxSetCurrent = f_setcur;
-  t.cuCtxPushCurrent = f_push;
-  t.cuCtxPopCurrent = f_pop;
-  t.cuCtxGetDevice = f_ctxdev;
+  fake_driver_loop(&t); /* tests/unit/fake_driver.h */
   t.cuStreamCreate = f_screate;
   t.cuStreamQuery = f_squery;
   t.cuStreamSynchronize = (__typeof__(t.cuStreamSynchronize))f_squery;
   t.cuStreamDestroy = (__typeof__(t.cuStreamDestroy))f_squery;
   t.cuCtxSynchronize = f_csync;
-  t.cuMemHostAlloc = f_hostalloc;
-  t.cuMemHostGetDevicePointer = f_hostdev;
-  t.cuMemFreeHost = f_freehost;
   t.cuStreamWriteValue32 = f_write;
   t.cuEventCreate = f_ecreate;
   t.cuEventDestroy = f_edestroy;

@@ -26,8 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "driver/driver.h"
 #include "cudaev.h"
+#include "driver/driver.h"
+#include "fake_driver.h"
 
 /* ---- the fake GPU ------------------------------------------------------- */
 
@@ -61,10 +62,6 @@ static atomic_int faulted, gpu_run, writes_supported = 1;
 static atomic_long hostfns;            /* cuLaunchHostFunc calls */
 static atomic_long writes, records, queries; /* cuStreamWriteValue32, cuEventRecord, cuEventQuery */
 static pthread_t gpu_th;
-static _Thread_local CUcontext cur;
-static _Thread_local CUcontext stack[8];
-static _Thread_local int depth;
-static CUcontext the_ctx = (CUcontext)0x1000;
 
 static struct fstream *fs_of(CUstream s) {
   /* NULL / legacy / per-thread handles map to one default stream. */
@@ -166,42 +163,6 @@ static bool stream_idle(CUstream s) {
 
 /* ---- driver entry points --------------------------------------------------- */
 
-static CUresult f_init(unsigned f) { return CUDA_SUCCESS; }
-static CUresult f_count(int *n) {
-  *n = 1;
-  return CUDA_SUCCESS;
-}
-static CUresult f_get(CUdevice *d, int i) {
-  *d = i;
-  return CUDA_SUCCESS;
-}
-static CUresult f_retain(CUcontext *c, CUdevice d) {
-  *c = the_ctx;
-  return CUDA_SUCCESS;
-}
-static CUresult f_release(CUdevice d) { return CUDA_SUCCESS; }
-static CUresult f_getcur(CUcontext *c) {
-  *c = cur;
-  return CUDA_SUCCESS;
-}
-static CUresult f_setcur(CUcontext c) {
-  cur = c;
-  return CUDA_SUCCESS;
-}
-static CUresult f_push(CUcontext c) {
-  stack[depth++] = cur;
-  cur = c;
-  return CUDA_SUCCESS;
-}
-static CUresult f_pop(CUcontext *c) {
-  if (c) *c = cur;
-  cur = stack[--depth];
-  return CUDA_SUCCESS;
-}
-static CUresult f_ctxdev(CUdevice *d, CUcontext c) {
-  *d = 0;
-  return CUDA_SUCCESS;
-}
 static CUresult f_screate(CUstream *s, unsigned fl) {
   struct fstream *f = calloc(1, sizeof *f);
   pthread_mutex_lock(&mu);
@@ -230,18 +191,6 @@ static CUresult f_csync(CUcontext c) {
     if (idle) return CUDA_SUCCESS;
     usleep(50);
   }
-}
-static CUresult f_hostalloc(void **p, size_t n, unsigned fl) {
-  *p = calloc(1, n);
-  return CUDA_SUCCESS;
-}
-static CUresult f_hostdev(CUdeviceptr *d, void *p, unsigned fl) {
-  *d = (CUdeviceptr)p;
-  return CUDA_SUCCESS;
-}
-static CUresult f_freehost(void *p) {
-  free(p);
-  return CUDA_SUCCESS;
 }
 static CUresult f_write(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned fl) {
   if (!atomic_load(&writes_supported)) return CUDA_ERROR_NOT_SUPPORTED;
@@ -294,25 +243,12 @@ static CUresult f_swaitev(CUstream s, CUevent e, unsigned fl) {
 
 static void setup(void) {
   static struct cudaev_driver t;
-  memset(&t, 0, sizeof t);
-  t.cuInit = f_init;
-  t.cuDeviceGetCount = f_count;
-  t.cuDeviceGet = f_get;
-  t.cuDevicePrimaryCtxRetain = f_retain;
-  t.cuDevicePrimaryCtxRelease = f_release;
-  t.cuCtxGetCurrent = f_getcur;
-  t.cuCtxSetCurrent = f_setcur;
-  t.cuCtxPushCurrent = f_push;
-  t.cuCtxPopCurrent = f_pop;
-  t.cuCtxGetDevice = f_ctxdev;
+  fake_driver_loop(&t);
   t.cuStreamCreate = f_screate;
   t.cuStreamDestroy = f_sdestroy;
   t.cuStreamQuery = f_squery;
   t.cuStreamSynchronize = f_ssync;
   t.cuCtxSynchronize = f_csync;
-  t.cuMemHostAlloc = f_hostalloc;
-  t.cuMemHostGetDevicePointer = f_hostdev;
-  t.cuMemFreeHost = f_freehost;
   t.cuStreamWriteValue32 = f_write;
   t.cuStreamWaitValue32 = f_wait;
   t.cuLaunchHostFunc = f_hostfn;

@@ -18,6 +18,7 @@
 
 #include "cudaev.h"
 #include "driver/driver.h"
+#include "fake_driver.h"
 
 enum { STREAMS = 4, THREADS = 8, PER_THREAD = 3000, N = THREADS * PER_THREAD };
 
@@ -110,21 +111,6 @@ static bool idle(struct fstream *f) {
 
 /* ---- driver entry points ----------------------------------------------------- */
 
-static _Thread_local CUcontext cur;
-static CUresult f_init(unsigned x) { return (void)x, CUDA_SUCCESS; }
-static CUresult f_count(int *n) { return *n = 1, CUDA_SUCCESS; }
-static CUresult f_get(CUdevice *d, int i) { return *d = i, CUDA_SUCCESS; }
-static CUresult f_retain(CUcontext *c, CUdevice d) {
-  (void)d;
-  *c = (CUcontext)0x1000;
-  return CUDA_SUCCESS;
-}
-static CUresult f_release(CUdevice d) { return (void)d, CUDA_SUCCESS; }
-static CUresult f_getcur(CUcontext *c) { return *c = cur, CUDA_SUCCESS; }
-static CUresult f_setcur(CUcontext c) { return cur = c, CUDA_SUCCESS; }
-static CUresult f_push(CUcontext c) { return cur = c, CUDA_SUCCESS; }
-static CUresult f_pop(CUcontext *c) { return (void)c, CUDA_SUCCESS; }
-static CUresult f_ctxdev(CUdevice *d, CUcontext c) { return (void)c, *d = 0, CUDA_SUCCESS; }
 static atomic_int nstreams;
 static CUresult f_screate(CUstream *s, unsigned fl) {
   (void)fl;
@@ -143,17 +129,6 @@ static CUresult f_csync(CUcontext c) {
     while (!idle(&fs[i])) usleep(50);
   return CUDA_SUCCESS;
 }
-static CUresult f_hostalloc(void **p, size_t n, unsigned fl) {
-  (void)fl;
-  *p = calloc(1, n);
-  return CUDA_SUCCESS;
-}
-static CUresult f_hostdev(CUdeviceptr *d, void *p, unsigned fl) {
-  (void)fl;
-  *d = (CUdeviceptr)p;
-  return CUDA_SUCCESS;
-}
-static CUresult f_freehost(void *p) { return free(p), CUDA_SUCCESS; }
 /* Now and then a submitting thread lingers in the driver after its marker
  * is on the stream (descheduled, say): another thread's later marker then
  * reaches the loop first. */
@@ -227,25 +202,12 @@ static void *submit_main(void *arg) {
 
 int main(void) {
   static struct cudaev_driver t;
-  memset(&t, 0, sizeof t);
-  t.cuInit = f_init;
-  t.cuDeviceGetCount = f_count;
-  t.cuDeviceGet = f_get;
-  t.cuDevicePrimaryCtxRetain = f_retain;
-  t.cuDevicePrimaryCtxRelease = f_release;
-  t.cuCtxGetCurrent = f_getcur;
-  t.cuCtxSetCurrent = f_setcur;
-  t.cuCtxPushCurrent = f_push;
-  t.cuCtxPopCurrent = f_pop;
-  t.cuCtxGetDevice = f_ctxdev;
+  fake_driver_loop(&t);
   t.cuStreamCreate = f_screate;
   t.cuStreamDestroy = f_sdestroy;
   t.cuStreamQuery = f_squery;
   t.cuStreamSynchronize = f_ssync;
   t.cuCtxSynchronize = f_csync;
-  t.cuMemHostAlloc = f_hostalloc;
-  t.cuMemHostGetDevicePointer = f_hostdev;
-  t.cuMemFreeHost = f_freehost;
   t.cuStreamWriteValue32 = f_write;
   t.cuEventCreate = f_ecreate;
   t.cuEventDestroy = f_edestroy;
