@@ -741,6 +741,13 @@ static inline void prefetch_future(const struct cudaev_future *f) {
   __builtin_prefetch(p + 64);
   __builtin_prefetch(p + sizeof *f - 1);
 }
+/* The same into L2 only (prefetcht1), for those needed a stream later. */
+static inline void prefetch_future_l2(const struct cudaev_future *f) {
+  const char *p = (const char *)f;
+  __builtin_prefetch(p, 0, 2);
+  __builtin_prefetch(p + 64, 0, 2);
+  __builtin_prefetch(p + sizeof *f - 1, 0, 2);
+}
 static inline void prefetch_ahead(struct cudaev__gpu *g, const struct cudaev__track *t) {
   if (t->rlen > PREFETCH_AHEAD) {
     prefetch_future(ent(t, PREFETCH_AHEAD));
@@ -767,33 +774,53 @@ static inline void prefetch_front(struct cudaev__gpu *g, const struct cudaev__tr
   }
 }
 
+/* The ring slots of t's first n entries. */
+static inline void prefetch_ring(const struct cudaev__track *t, uint32_t n) {
+  if (n > t->rlen) n = t->rlen;
+  for (uint32_t j = 0; j < n; j += 8) __builtin_prefetch(t->ring + ((t->rhead + j) & (t->cap - 1)));
+  if (n > 0) __builtin_prefetch(t->ring + ((t->rhead + n - 1) & (t->cap - 1)));
+}
+static inline bool head_passed(const struct cudaev__track *t) {
+  return t->hw == NULL || __atomic_load_n(t->hw, __ATOMIC_RELAXED) == t->htag;
+}
+
 /* A pass visits the busy streams in turn; each visit's first touches (the
  * record, its ring, the head's word, the stream's backlog slot, the front
- * futures) are cold with many futures pending, so they are fetched a few
- * streams ahead, in stages: records three ahead, ring, word and slot two
- * ahead, the front futures of the next stream if its head has passed. */
+ * futures) are cold with many futures pending, so they are fetched streams
+ * ahead, in stages: records four ahead; ring, words and slot three ahead;
+ * the futures of a stream whose head word has passed two ahead into L2
+ * (up to 2 * PREFETCH_AHEAD), and its front one ahead into L1. With the
+ * front only fetched one stream ahead, bench/cpu-loop-cost timed the
+ * entries past the eighth of each stream as cold; on the H200 machine
+ * (bench-loop-throughput, 2026-11-21, 8 processes each, 100k pending) the
+ * two-stage fetch took the p50 from 0.059-0.063 to 0.058-0.059 us per
+ * completion. */
 static inline void prefetch_streams(struct cudaev__gpu *g, uint32_t i) {
-  if (i + 3 < g->nbusy) __builtin_prefetch(g->busy[i + 3]);
-  if (i + 2 < g->nbusy) {
-    const struct cudaev__track *n = g->busy[i + 2];
+  if (i + 4 < g->nbusy) __builtin_prefetch(g->busy[i + 4]);
+  if (i + 3 < g->nbusy) {
+    const struct cudaev__track *n = g->busy[i + 3];
     if (n->hw != NULL) __builtin_prefetch(n->hw);
     if (n->tw != NULL) __builtin_prefetch(n->tw);
-    __builtin_prefetch(n->ring + (n->rhead & (n->cap - 1)));
+    prefetch_ring(n, 2 * PREFETCH_AHEAD);
     __builtin_prefetch(slot_of(g, n->stream));
   }
-  if (i == 0) { /* the first two streams: nothing fetched them yet */
-    for (uint32_t j = 0; j < 2 && j < g->nbusy; j++) {
+  if (i + 2 < g->nbusy) {
+    const struct cudaev__track *n = g->busy[i + 2];
+    if (n->rlen > 1 && n->hw != NULL && head_passed(n))
+      for (uint32_t j = 0; j < n->rlen && j < 2 * PREFETCH_AHEAD; j++) prefetch_future_l2(ent(n, j));
+  }
+  if (i == 0) { /* the first streams: nothing fetched them yet */
+    for (uint32_t j = 0; j < 3 && j < g->nbusy; j++) {
       const struct cudaev__track *n = g->busy[j];
       if (n->hw != NULL) __builtin_prefetch(n->hw);
-      __builtin_prefetch(n->ring + (n->rhead & (n->cap - 1)));
+      prefetch_ring(n, 2 * PREFETCH_AHEAD);
     }
   }
   const struct cudaev__track *t = g->busy[i];
-  if (t->rlen > 1 && (t->hw == NULL || __atomic_load_n(t->hw, __ATOMIC_ACQUIRE) == t->htag))
-    prefetch_front(g, t);
+  if (t->rlen > 1 && head_passed(t)) prefetch_front(g, t);
   if (i + 1 < g->nbusy) {
     const struct cudaev__track *n = g->busy[i + 1];
-    if (n->rlen > 1 && n->hw != NULL && __atomic_load_n(n->hw, __ATOMIC_RELAXED) == n->htag)
+    if (n->rlen > 1 && n->hw != NULL && head_passed(n))
       for (uint32_t j = 0; j < n->rlen && j < PREFETCH_AHEAD; j++) prefetch_future(ent(n, j));
   }
 }
