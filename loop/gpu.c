@@ -733,6 +733,8 @@ cudaError_t cudaev__gpu_self_state(struct cudaev_future *f) {
  * behind it is fetched, and the continuation and word of the one half as
  * far (fetched itself a few steps earlier). */
 #define PREFETCH_AHEAD 8u
+/* Futures pending (128 bytes each) past which they no longer fit in L2. */
+#define COLD_PENDING 16384u
 /* A future is 128 bytes, 16-aligned: its lines are those of its first,
  * middle and last bytes. */
 static inline void prefetch_future(const struct cudaev_future *f) {
@@ -787,33 +789,37 @@ static inline bool head_passed(const struct cudaev__track *t) {
 /* A pass visits the busy streams in turn; each visit's first touches (the
  * record, its ring, the head's word, the stream's backlog slot, the front
  * futures) are cold with many futures pending, so they are fetched streams
- * ahead, in stages: records four ahead; ring, words and slot three ahead;
- * the futures of a stream whose head word has passed two ahead into L2
- * (up to 2 * PREFETCH_AHEAD), and its front one ahead into L1. With the
- * front only fetched one stream ahead, bench/cpu-loop-cost timed the
- * entries past the eighth of each stream as cold; on the H200 machine
- * (bench-loop-throughput, 2026-11-21, 8 processes each, 100k pending) the
- * two-stage fetch took the p50 from 0.059-0.063 to 0.058-0.059 us per
- * completion. */
-static inline void prefetch_streams(struct cudaev__gpu *g, uint32_t i) {
-  if (i + 4 < g->nbusy) __builtin_prefetch(g->busy[i + 4]);
-  if (i + 3 < g->nbusy) {
-    const struct cudaev__track *n = g->busy[i + 3];
+ * ahead, in stages: records three ahead, ring, words and slot two ahead,
+ * and the front futures of a stream whose head word has passed one ahead.
+ * With more futures pending than L2 holds (`cold`), one stage more: the
+ * futures of such a stream (up to 2 * PREFETCH_AHEAD, all their lines) two
+ * ahead into L2, records four and rings three ahead. bench/cpu-loop-cost,
+ * timed per position, showed the entries past the eighth of each stream
+ * still cold without it. On the H200 machine (bench-loop-throughput,
+ * 2026-11-21, 8 processes per build, 100k pending) the extra stage took
+ * the p50 per completion from 0.060-0.063 to 0.058-0.060 us; with 1k
+ * pending, where it is skipped, the cost stayed at 0.0506-0.0508 us (0.0515
+ * with the extra stage). */
+static inline void prefetch_streams(struct cudaev__gpu *g, uint32_t i, bool cold) {
+  uint32_t d = cold ? 1 : 0; /* one stage more when the futures are cold */
+  if (i + 3 + d < g->nbusy) __builtin_prefetch(g->busy[i + 3 + d]);
+  if (i + 2 + d < g->nbusy) {
+    const struct cudaev__track *n = g->busy[i + 2 + d];
     if (n->hw != NULL) __builtin_prefetch(n->hw);
     if (n->tw != NULL) __builtin_prefetch(n->tw);
-    prefetch_ring(n, 2 * PREFETCH_AHEAD);
+    prefetch_ring(n, cold ? 2 * PREFETCH_AHEAD : 1);
     __builtin_prefetch(slot_of(g, n->stream));
   }
-  if (i + 2 < g->nbusy) {
+  if (cold && i + 2 < g->nbusy) {
     const struct cudaev__track *n = g->busy[i + 2];
     if (n->rlen > 1 && n->hw != NULL && head_passed(n))
       for (uint32_t j = 0; j < n->rlen && j < 2 * PREFETCH_AHEAD; j++) prefetch_future_l2(ent(n, j));
   }
   if (i == 0) { /* the first streams: nothing fetched them yet */
-    for (uint32_t j = 0; j < 3 && j < g->nbusy; j++) {
+    for (uint32_t j = 0; j < 2 + d && j < g->nbusy; j++) {
       const struct cudaev__track *n = g->busy[j];
       if (n->hw != NULL) __builtin_prefetch(n->hw);
-      prefetch_ring(n, 2 * PREFETCH_AHEAD);
+      prefetch_ring(n, cold ? 2 * PREFETCH_AHEAD : 1);
     }
   }
   const struct cudaev__track *t = g->busy[i];
@@ -976,11 +982,13 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop) {
   struct recycle rc = {.n = 0, .nev = 0};
   bool any = false;
   uint64_t now = 0;
+  /* More pending than the caches hold: the futures to finish are cold. */
+  bool cold = loop->npend + g->ntracked > COLD_PENDING;
   /* Callbacks run inside finish() may submit more work (appends to FIFOs
    * and to `busy`), so everything is re-read on each step. */
   for (uint32_t i = 0; i < g->nbusy;) {
     struct cudaev__track *t = g->busy[i];
-    prefetch_streams(g, i);
+    prefetch_streams(g, i, cold);
     while (t->rlen > 0) {
       if (t->hw != NULL && __atomic_load_n(t->hw, __ATOMIC_ACQUIRE) != t->htag) break;
       struct cudaev_future *f = ent(t, 0);
