@@ -101,7 +101,9 @@ static uint32_t order_end(struct backlog *b, uint32_t began, bool *solo) {
   uint64_t o = atomic_fetch_add_explicit(&b->order, 1, memory_order_acq_rel);
   if ((uint32_t)(o >> 32) != began + 1) *solo = true; /* one began meanwhile */
   return (uint32_t)o;
-}/* The argument of an armed wakeup (wake_arm_fn): refcounted, so that it
+}
+
+/* The argument of an armed wakeup (wake_arm_fn): refcounted, so that it
  * outlives the stream's record and the loop when the driver runs the host
  * function late. One reference is the record's, one each armed wakeup's. */
 struct cudaev__arm {
@@ -736,20 +738,16 @@ cudaError_t cudaev__gpu_self_state(struct cudaev_future *f) {
 /* Futures pending (128 bytes each) past which they no longer fit in L2. */
 #define COLD_PENDING 16384u
 /* A future is 128 bytes, 16-aligned: its lines are those of its first,
- * middle and last bytes. */
-static inline void prefetch_future(const struct cudaev_future *f) {
-  const char *p = (const char *)f;
-  __builtin_prefetch(p);
-  __builtin_prefetch(p + 64);
-  __builtin_prefetch(p + sizeof *f - 1);
-}
-/* The same into L2 only (prefetcht1), for those needed a stream later. */
-static inline void prefetch_future_l2(const struct cudaev_future *f) {
-  const char *p = (const char *)f;
-  __builtin_prefetch(p, 0, 2);
-  __builtin_prefetch(p + 64, 0, 2);
-  __builtin_prefetch(p + sizeof *f - 1, 0, 2);
-}
+ * middle and last bytes. `locality` as __builtin_prefetch's (a constant):
+ * 3 into L1, 2 into L2 only (for those needed a stream later). */
+#define PREFETCH_FUTURE(f, locality)                                        \
+  do {                                                                      \
+    const char *p_ = (const char *)(f);                                     \
+    __builtin_prefetch(p_, 0, locality);                                    \
+    __builtin_prefetch(p_ + 64, 0, locality);                               \
+    __builtin_prefetch(p_ + sizeof(struct cudaev_future) - 1, 0, locality); \
+  } while (0)
+static inline void prefetch_future(const struct cudaev_future *f) { PREFETCH_FUTURE(f, 3); }
 static inline void prefetch_ahead(struct cudaev__gpu *g, const struct cudaev__track *t) {
   if (t->rlen > PREFETCH_AHEAD) {
     prefetch_future(ent(t, PREFETCH_AHEAD));
@@ -785,6 +783,15 @@ static inline void prefetch_ring(const struct cudaev__track *t, uint32_t n) {
 static inline bool head_passed(const struct cudaev__track *t) {
   return t->hw == NULL || __atomic_load_n(t->hw, __ATOMIC_RELAXED) == t->htag;
 }
+/* What a visit of t reads first from its record: the head and tail words,
+ * the ring slots of its first entries, its backlog slot. */
+static inline void prefetch_record(struct cudaev__gpu *g, const struct cudaev__track *t,
+                                   bool cold) {
+  if (t->hw != NULL) __builtin_prefetch(t->hw);
+  if (t->tw != NULL) __builtin_prefetch(t->tw);
+  prefetch_ring(t, cold ? 2 * PREFETCH_AHEAD : 1);
+  __builtin_prefetch(slot_of(g, t->stream));
+}
 
 /* A pass visits the busy streams in turn; each visit's first touches (the
  * record, its ring, the head's word, the stream's backlog slot, the front
@@ -803,25 +810,14 @@ static inline bool head_passed(const struct cudaev__track *t) {
 static inline void prefetch_streams(struct cudaev__gpu *g, uint32_t i, bool cold) {
   uint32_t d = cold ? 1 : 0; /* one stage more when the futures are cold */
   if (i + 3 + d < g->nbusy) __builtin_prefetch(g->busy[i + 3 + d]);
-  if (i + 2 + d < g->nbusy) {
-    const struct cudaev__track *n = g->busy[i + 2 + d];
-    if (n->hw != NULL) __builtin_prefetch(n->hw);
-    if (n->tw != NULL) __builtin_prefetch(n->tw);
-    prefetch_ring(n, cold ? 2 * PREFETCH_AHEAD : 1);
-    __builtin_prefetch(slot_of(g, n->stream));
-  }
+  if (i + 2 + d < g->nbusy) prefetch_record(g, g->busy[i + 2 + d], cold);
   if (cold && i + 2 < g->nbusy) {
     const struct cudaev__track *n = g->busy[i + 2];
     if (n->rlen > 1 && n->hw != NULL && head_passed(n))
-      for (uint32_t j = 0; j < n->rlen && j < 2 * PREFETCH_AHEAD; j++) prefetch_future_l2(ent(n, j));
+      for (uint32_t j = 0; j < n->rlen && j < 2 * PREFETCH_AHEAD; j++) PREFETCH_FUTURE(ent(n, j), 2);
   }
-  if (i == 0) { /* the first streams: nothing fetched them yet */
-    for (uint32_t j = 0; j < 2 + d && j < g->nbusy; j++) {
-      const struct cudaev__track *n = g->busy[j];
-      if (n->hw != NULL) __builtin_prefetch(n->hw);
-      prefetch_ring(n, cold ? 2 * PREFETCH_AHEAD : 1);
-    }
-  }
+  if (i == 0) /* the first streams: nothing fetched them yet */
+    for (uint32_t j = 0; j < 2 + d && j < g->nbusy; j++) prefetch_record(g, g->busy[j], cold);
   const struct cudaev__track *t = g->busy[i];
   if (t->rlen > 1 && head_passed(t)) prefetch_front(g, t);
   if (i + 1 < g->nbusy) {
