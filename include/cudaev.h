@@ -48,11 +48,18 @@ struct CUfunc_st; /* the driver's CUfunction (cuda.h) */
 #define CUDAEV_ERROR_CANCELLED      ((cudaError_t)10000)
 /* The loop was destroyed while the future was pending. */
 #define CUDAEV_ERROR_LOOP_DESTROYED ((cudaError_t)10001)
+/* cudaev_loop_new_ev could not bind to libev: the library never links it,
+ * and looks for the application's at run time (cudaev_loop_new_ev says
+ * where). cudaev_error_string() says why. */
+#define CUDAEV_ERROR_NO_LIBEV       ((cudaError_t)10002)
 
 /* The name of an outcome: cudaGetErrorName's for CUDA errors,
- * "CUDAEV_ERROR_CANCELLED" / "CUDAEV_ERROR_LOOP_DESTROYED" for ours.
- * Static storage. Thread: any. */
+ * "CUDAEV_ERROR_CANCELLED" and so on for ours. Static storage. Thread: any. */
 const char *cudaev_error_name(cudaError_t e);
+/* One line describing an outcome: cudaGetErrorString's for CUDA errors;
+ * for CUDAEV_ERROR_NO_LIBEV, why libev could not be bound (the loader's
+ * message). Static storage. Thread: any. */
+const char *cudaev_error_string(cudaError_t e);
 
 /* ---- types --------------------------------------------------------------- */
 
@@ -84,16 +91,25 @@ typedef void (*cudaev_notify_cb)(cudaev_notify_t *n, const void *info, void *use
  *                           longer than cudaev_loop_timeout(), and call
  *                           cudaev_loop_process() when the fd is readable or
  *                           the timeout expired.
- *  cudaev_loop_new_thread:  the library runs its own libev loop on its own
- *                           thread.
+ *  cudaev_loop_new_thread:  the library waits on its own thread (ppoll on
+ *                           the wakeup fd; no libev needed).
  *
  * A loop serves the CUDA context that is current on the creating thread (a
  * device's primary context is made current as the runtime does when none
  * is). If the runtime cannot start (no driver, no device), the loop still
  * works for promises and combinators, and GPU sources return that error.
  *
+ * libev: libcudart.so.13 does not link libev (it loads wherever NVIDIA's
+ * loads). cudaev_loop_new_ev binds, once per process, to the libev that
+ * runs `evl`: the one in the process's global scope (the application linked
+ * libev), else libev.so.4 already loaded privately, else libev.so.4 loaded
+ * now. $CUDAEV_LIBEV, if set, names the only file to try instead. The other
+ * two modes never load libev.
+ *
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL out or evl),
- * cudaErrorMemoryAllocation, or cudaErrorOperatingSystem (eventfd/thread).
+ * cudaErrorMemoryAllocation, cudaErrorOperatingSystem (eventfd/thread), or
+ * CUDAEV_ERROR_NO_LIBEV (cudaev_loop_new_ev only; cudaev_error_string()
+ * says why).
  * Ownership: the caller owns the loop; free it with cudaev_loop_destroy().
  * Thread: any. */
 cudaError_t cudaev_loop_new_ev(struct ev_loop *evl, cudaev_loop_t **out);

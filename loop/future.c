@@ -1,6 +1,7 @@
 /* Futures: outcome publication, continuations, wait, cancel, promises and
  * the when_all / when_any combinators (cudaev_future_*, cudaev_promise_*,
  * cudaev_when_*). */
+#include "libev.h"
 #include "loop_internal.h"
 
 #include <errno.h>
@@ -15,7 +16,16 @@ _Thread_local struct cudaev_loop *cudaev__tls_loop;
 CUDAEV_EXPORT const char *cudaev_error_name(cudaError_t e) {
   if (e == CUDAEV_ERROR_CANCELLED) return "CUDAEV_ERROR_CANCELLED";
   if (e == CUDAEV_ERROR_LOOP_DESTROYED) return "CUDAEV_ERROR_LOOP_DESTROYED";
+  if (e == CUDAEV_ERROR_NO_LIBEV) return "CUDAEV_ERROR_NO_LIBEV";
   return cudaGetErrorName(e);
+}
+
+CUDAEV_EXPORT const char *cudaev_error_string(cudaError_t e) {
+  if (e == CUDAEV_ERROR_CANCELLED) return "the future was cancelled before it completed";
+  if (e == CUDAEV_ERROR_LOOP_DESTROYED)
+    return "the loop was destroyed while the future was pending";
+  if (e == CUDAEV_ERROR_NO_LIBEV) return cudaev__libev_why();
+  return cudaGetErrorString(e);
 }
 
 /* ---- life cycle ---------------------------------------------------------- */
@@ -205,8 +215,8 @@ void cudaev__future_msg(struct cudaev_loop *loop, struct cudaev__msg *m) {
     return;
   }
   struct cudaev_future *f = (struct cudaev_future *)m;
-  uint32_t bits =
-      atomic_fetch_and_explicit(&f->msg_bits, ~CUDAEV__MB_MSG, memory_order_acq_rel) & CUDAEV__MB_MSG;
+  uint32_t bits = atomic_fetch_and_explicit(&f->msg_bits, ~CUDAEV__MB_MSG, memory_order_acq_rel) &
+                  CUDAEV__MB_MSG;
   if (bits & CUDAEV__MB_SUBMIT) register_now(loop, f);
   if (bits & CUDAEV__MB_FIRE) cudaev__future_fire(f);
   cudaev_future_release(f); /* the message's reference */

@@ -213,9 +213,9 @@ struct cudaev_loop {
   struct cudaev__mpsc q;
   struct cudaev__waker *waker;
   const struct cudaev__backend *be;
-  void *be_state;      /* ev and thread modes: the libev watchers */
+  void *be_state;      /* ev mode: the libev watchers */
   void *thread_state;  /* thread mode: the thread */
-  struct ev_loop *evl; /* ev and thread modes */
+  struct ev_loop *evl; /* ev mode: the application's libev loop */
   _Atomic uint32_t spin_max_us;
   _Atomic size_t npending_pub; /* published count for cudaev_loop_pending */
   _Atomic uint32_t stopping;
@@ -253,6 +253,10 @@ bool cudaev__pend_add(struct cudaev_loop *loop, struct cudaev_future *f);
 void cudaev__pend_del(struct cudaev_loop *loop, struct cudaev_future *f);
 
 uint64_t cudaev__now_ns(void);
+
+/* Whether `loop` is the process's default loop (backend_thread.c), which
+ * cudaev_loop_destroy leaves alone. Thread: any. */
+bool cudaev__loop_is_default(const struct cudaev_loop *loop);
 
 /* ---- GPU sources (loop/gpu.c) ------------------------------------------- */
 
