@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${1:-build}
 rm -rf .gpu && mkdir -p .gpu
-rsync -a --exclude '*.p' --exclude '*.a' --exclude 'meson-private' --exclude '*-logs' "$build/" .gpu/build/
+rsync -a --exclude '*.p' --exclude '*.a' --exclude 'meson-private' --exclude '*-logs' --exclude 'old-glibc' "$build/" .gpu/build/
 find .gpu/build -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q ^ELF && strip --strip-debug "$1"' _ {} \;
 strip --strip-debug .gpu/build/libcudart.so.13.0.0
 grep -qxF "/.gpu/" .git/info/exclude 2>/dev/null || echo "/.gpu/" >> .git/info/exclude

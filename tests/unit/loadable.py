@@ -5,7 +5,8 @@
 
 Checks, each in a child process so that one process's bindings cannot hide
 another's:
-  - NEEDED lists nothing but glibc's libraries (no libev);
+  - NEEDED lists nothing but glibc's libraries (no libev), and no glibc
+    symbol version newer than NVIDIA's library needs;
   - no STATIC_TLS flag and no initial-exec TLS relocation, so the library
     can be dlopen()ed late, as Python's ctypes does;
   - loaded late by ctypes, cudart calls answer and a thread-mode loop and a
@@ -18,6 +19,7 @@ another's:
     promise's continuation.
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -120,6 +122,20 @@ needed = {l.split("[")[1].rstrip("]") for l in readelf("-dW", LIB).splitlines() 
 check("NEEDED within glibc " + " ".join(sorted(needed)), needed <= GLIBC, str(needed - GLIBC))
 dyn = readelf("-dW", LIB)
 check("no STATIC_TLS flag", "STATIC_TLS" not in dyn)
+
+
+def glibc_max(path):
+    t = subprocess.run(["objdump", "-T", path], capture_output=True, text=True, check=True).stdout
+    vs = {tuple(int(x) for x in v.split(".")) for v in re.findall(r"GLIBC_([0-9.]+)", t)}
+    return max(vs) if vs else (0,)
+
+
+nvidia = os.environ.get("CUDAEV_NVIDIA_CUDART", "")
+floor = glibc_max(nvidia) if os.path.exists(nvidia) else (2, 17)
+ours = glibc_max(LIB)
+sanitized = any("libasan" in l or "libtsan" in l for l in dyn.splitlines() if "(NEEDED)" in l)
+if not sanitized:  # sanitizer runtimes intercept glibc's default versions
+    check(f"glibc versions needed up to {ours}, NVIDIA's {floor}", ours <= floor)
 relocs = readelf("-rW", LIB)
 check("no initial-exec TLS relocation", "TPOFF" not in relocs,
       "\n".join(l for l in relocs.splitlines() if "TPOFF" in l)[:400])
