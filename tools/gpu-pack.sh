@@ -5,7 +5,7 @@
 # folders to name in the device tool's carry list.
 #
 #   tools/gpu-pack.sh [BUILD_DIR]     ->  carry [".gpu", ".device"]
-#   there:  . .device/env.sh && tests/gpu/run.sh -b .gpu/build gpu
+#   there:  tools/gpu-check.sh $OUT      (or . .device/env.sh && tests/gpu/run.sh -b .gpu/build gpu)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${1:-build}
@@ -13,6 +13,7 @@ rm -rf .gpu && mkdir -p .gpu
 rsync -a --exclude '*.p' --exclude '*.a' --exclude 'meson-private' --exclude '*-logs' --exclude 'old-glibc' "$build/" .gpu/build/
 find .gpu/build -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q ^ELF && strip --strip-debug "$1"' _ {} \;
 strip --strip-debug .gpu/build/libcudart.so.13.0.0
+git describe --always --dirty >.gpu/commit 2>/dev/null || true
 grep -qxF "/.gpu/" .git/info/exclude 2>/dev/null || echo "/.gpu/" >> .git/info/exclude
 ../shared/tools/device-pack .gpu/build .device >/dev/null
 echo "gpu-pack: $(du -sh .gpu | cut -f1) in .gpu, $(du -sh .device | cut -f1) in .device"

@@ -5,17 +5,22 @@
 # (TAP tests counted per subtest), keeps every log, prints a summary line
 # "N passed, N failed, N skipped" and exits non-zero on any failure.
 #
-#   tests/gpu/run.sh [-b BUILD_DIR] [-o LOG_DIR] [SUITE...]     (default suite: gpu)
+#   tests/gpu/run.sh [-b BUILD_DIR] [-o LOG_DIR] [-x TEST]... [SUITE...]   (default suite: gpu)
+#
+# -x TEST leaves that test out (tools/gpu-check.sh runs the programs that
+# link libev apart, with the application's libev on their path).
 #
 # On the device machine:  . .device/env.sh && tests/gpu/run.sh -o $OUT/gpu gpu unit
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build="$here/build"
 logs=""
-while getopts "b:o:" opt; do
+exclude=""
+while getopts "b:o:x:" opt; do
   case $opt in
     b) build=$(cd "$OPTARG" && pwd) ;;
     o) logs=$OPTARG ;;
+    x) exclude="$exclude,$OPTARG" ;;
     *) exit 2 ;;
   esac
 done
@@ -23,9 +28,10 @@ shift $((OPTIND - 1))
 [ $# -gt 0 ] || set -- gpu
 logs=${logs:-$build/gpu-logs}
 mkdir -p "$logs"
-exec python3 - "$here" "$build" "$logs" "$@" <<'PY'
+exec python3 - "$here" "$build" "$logs" "$exclude" "$@" <<'PY'
 import json, os, re, subprocess, sys, time
-src, build, logs, suites = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+src, build, logs, suites = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5:]
+excluded = set(filter(None, sys.argv[4].split(",")))
 info = json.load(open(os.path.join(build, "meson-info", "meson-info.json")))
 old_src, old_build = info["directories"]["source"], info["directories"]["build"]
 def fix(s):
@@ -34,7 +40,7 @@ tests = json.load(open(os.path.join(build, "meson-info", "intro-tests.json")))
 passed = failed = skipped = 0
 t0 = time.time()
 for t in tests:
-    if not any(s.split(":")[-1] in suites for s in t["suite"]):
+    if not any(s.split(":")[-1] in suites for s in t["suite"]) or t["name"] in excluded:
         continue
     env = dict(os.environ)
     env.setdefault("CUDAEV_TRANSCRIPTS", os.path.join(logs, "transcripts"))

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Everything the GPU machine proves, in one call (the device tool's budget
+# favours few, full calls). Run from the repository root there, after
+# tools/gpu-pack.sh here (carry [".gpu", ".device"], plus ".gl" for interop).
+#
+#   tools/gpu-check.sh OUT [PART...]
+#
+# Parts (default: suite async pytorch bench):
+#   suite     the gpu suite (NVIDIA's runtime and ours, transcripts compared),
+#             with no libev anywhere on the library path or in ldconfig
+#   async     the programs that run the application's own libev (apart, with
+#             libev on their path only)
+#   pytorch   tests/pytorch/run.sh (LD_PRELOAD), no libev on the path
+#   bench     bench/run.sh (BENCH_ROUNDS, BENCH_BUDGET, BENCH_PROGRAMS apply)
+#   badinput  tests/badinput/run.sh, if present
+#   interop   the GL/EGL/Vulkan programs with the carried loaders (.gl)
+# Writes OUT/summary.txt (also printed last) and OUT/logs.tar.gz.
+set -uo pipefail
+out=$(mkdir -p "$1" && cd "$1" && pwd); shift
+[ $# -gt 0 ] || set -- suite async pytorch bench
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+build=$PWD/.gpu/build
+logs=$out/logs
+mkdir -p "$logs"
+summary=$out/summary.txt
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+# The packed libraries, with libev moved aside: the runtime must not need it.
+mkdir -p .device/app
+[ -e .device/lib/libev.so.4 ] && mv .device/lib/libev.so.4 .device/app/
+. .device/env.sh
+note "date: $(date -u '+%F %T') UTC; commit: $(cat .gpu/commit 2>/dev/null || echo unknown)"
+note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+if ldconfig -p | grep -q 'libev\.so'; then
+  note "libev: in this machine's ldconfig (the no-libev proof does not hold here)"
+else
+  note "libev: not in ldconfig, not on LD_LIBRARY_PATH ($LD_LIBRARY_PATH)"
+fi
+note "NEEDED of ours: $(readelf -d "$build/libcudart.so.13" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+
+for part in "$@"; do
+  t0=$(date +%s)
+  case $part in
+    suite)
+      tests/gpu/run.sh -b "$build" -o "$logs/gpu" -x async_pipeline gpu >"$logs/suite.txt" 2>&1
+      grep -E '^(FAIL|SKIP)' "$logs/suite.txt" | head -20 | tee -a "$summary"
+      note "suite (no libev): $(tail -n 1 "$logs/suite.txt")"
+      ;;
+    async)
+      rc=0
+      LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH "$build/examples/async_pipeline" \
+        >"$logs/async_pipeline.txt" 2>&1 || rc=$?
+      note "async_pipeline (application's libev): exit $rc; $(tail -n 1 "$logs/async_pipeline.txt")"
+      ;;
+    pytorch)
+      tests/pytorch/run.sh "$build" "$logs/pytorch" >"$logs/pytorch.txt" 2>&1
+      note "pytorch (no libev): exit $?; $(grep -E '^--- cudaev: ' "$logs/pytorch.txt" | head -n 1)"
+      grep -E '^FAIL' "$logs/pytorch.txt" | head -5 | tee -a "$summary"
+      ;;
+    bench)
+      LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH CUDAEV_BUILD_DIR=$build \
+        bash bench/run.sh "$out/bench" >"$logs/bench.txt" 2>&1
+      note "bench: exit $?"
+      sed -n '/^| metric/,/^$/p' "$out/bench/table.md" 2>/dev/null | tee -a "$summary" >/dev/null
+      ;;
+    badinput)
+      if [ -x tests/badinput/run.sh ]; then
+        tests/badinput/run.sh "$build" /usr/local/cuda/lib64/libcudart.so.13 "$logs/badinput" \
+          >"$logs/badinput.txt" 2>&1
+        note "badinput: exit $?"; tail -n 15 "$logs/badinput.txt" >>"$summary"
+      else
+        note "badinput: no harness in this tree"
+      fi
+      ;;
+    interop)
+      for f in .gl/*.deb; do dpkg -x "$f" /; done
+      ldconfig
+      export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+      export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+      tests/gpu/run.sh -b "$build" -o "$logs/interop" interop >"$logs/interop.txt" 2>&1
+      grep -E '^(FAIL|SKIP|ok)' "$logs/interop.txt" | tee -a "$summary"
+      note "interop: $(tail -n 1 "$logs/interop.txt")"
+      ;;
+    *) note "unknown part $part" ;;
+  esac
+  note "  ($part: $(($(date +%s) - t0)) s)"
+done
+tar czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
+echo "=== summary"; cat "$summary"
