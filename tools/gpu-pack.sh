@@ -10,7 +10,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${1:-build}
 rm -rf .gpu && mkdir -p .gpu
-rsync -a --exclude '*.p' --exclude '*.a' --exclude 'meson-private' --exclude '*-logs' --exclude 'old-glibc' "$build/" .gpu/build/
+mkdir -p .gpu/build
+tar -C "$build" --exclude '*.p' --exclude '*.a' --exclude 'meson-private' --exclude '*-logs' \
+  --exclude 'old-glibc' -cf - . | tar -C .gpu/build -xf -
 find .gpu/build -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q ^ELF && strip --strip-debug "$1"' _ {} \;
 strip --strip-debug .gpu/build/libcudart.so.13.0.0
 git describe --always --dirty >.gpu/commit 2>/dev/null || true
