@@ -4,7 +4,7 @@
 #include "internal.h"
 
 #include "array.h"
-#include "stream.h"
+#include "handle.h"
 
 #include <string.h>
 
@@ -305,7 +305,7 @@ cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
   return cudaSuccess;
 }
 
-/* A freed array is remembered (src/stream.h's table of destroyed
+/* A freed array is remembered (src/handle.h, the table of destroyed
  * handles): the driver's copies crash on one (NVIDIA's runtime with them),
  * ours refuse it with cudaErrorInvalidResourceHandle. */
 cudaError_t cudaFreeArray(cudaArray_t array) {

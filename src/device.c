@@ -2,7 +2,7 @@
  * limits, cache configuration, PCI ids, IPC handles, memory pools of a
  * device, P2P attributes. */
 #include "internal.h"
-#include "stream.h"
+#include "handle.h"
 
 #include <stdlib.h>
 #include <string.h>

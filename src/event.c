@@ -7,13 +7,13 @@
  * (CUDA_ERROR_INVALID_HANDLE = cudaErrorInvalidResourceHandle,
  * CUDA_ERROR_NOT_READY = cudaErrorNotReady). Destroyed events (and
  * streams) crash the driver: those destroyed through this runtime are
- * refused with cudaErrorInvalidResourceHandle before it (stream.h). The
+ * refused with cudaErrorInvalidResourceHandle before it (handle.h). The
  * IPC event handles live in the device section (cudaIpcGetEventHandle /
  * cudaIpcOpenEventHandle).
  */
 #include "internal.h"
 
-#include "stream.h"
+#include "handle.h"
 
 _Static_assert(cudaEventBlockingSync == CU_EVENT_BLOCKING_SYNC, "event flags");
 _Static_assert(cudaEventDisableTiming == CU_EVENT_DISABLE_TIMING, "event flags");
@@ -89,7 +89,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return cudaev__ret_cu(cudaev__drv.cuEventSynchronize((CUevent)event));
 }
 
-/* Buried before the driver frees it (stream.h says why); a second destroy
+/* Buried before the driver frees it (handle.h says why); a second destroy
  * is refused instead of reaching the driver. */
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   CUDAEV_CTX_OR_RETURN();

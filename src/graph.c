@@ -15,6 +15,7 @@
 
 #include <string.h>
 
+#include "handle.h"
 #include "register.h"
 #include "stream.h"
 
@@ -103,7 +104,7 @@ _Static_assert(offsetof(struct cudaMemsetParamsV2, height) ==
 
 /* Same, for a call naming an event or stream: one destroyed through this
  * runtime is refused before the driver, which would crash on it
- * (stream.h). */
+ * (handle.h). */
 #define GRAPH_CALL_LIVE(h, expr) \
   do {                           \
     CUDAEV_CTX_OR_RETURN();      \

@@ -16,7 +16,7 @@
  * are stubbed (see src/driver/driver.h).
  */
 #include "internal.h"
-#include "stream.h"
+#include "handle.h"
 
 #if defined(CUDAEV_HAVE_EGL)
 

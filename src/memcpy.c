@@ -10,7 +10,7 @@
 #include "internal.h"
 
 #include "array.h"
-#include "stream.h"
+#include "handle.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -12,6 +12,7 @@
  * behavior" page are the driver's rules for the same calls, so nothing is
  * added around them. */
 #include "internal.h"
+#include "handle.h"
 #include "memory.h"
 
 /* ---- allocation ---------------------------------------------------------- */

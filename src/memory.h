@@ -11,7 +11,6 @@
 #define CUDAEV_MEMORY_H
 
 #include "internal.h"
-#include "stream.h"
 
 #include <stddef.h>
 

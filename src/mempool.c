@@ -7,6 +7,7 @@
  * structures mirror the driver's (memory.h asserts it), so every function
  * here is a check of what only the runtime checks and one driver call. */
 #include "internal.h"
+#include "handle.h"
 #include "memory.h"
 
 #include <string.h>

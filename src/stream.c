@@ -7,7 +7,7 @@
  * streams), cudaStreamLegacy (CU_STREAM_LEGACY), cudaStreamPerThread
  * (CU_STREAM_PER_THREAD) and priorities (clamped to the device's range).
  * Streams and events destroyed through this runtime are refused before
- * the driver sees them (stream.h: the driver would crash on them). The
+ * the driver sees them (handle.h: the driver would crash on them). The
  * _ptsz exports are the same functions with a NULL stream meaning the
  * per-thread default stream (cudaev__stream()).
  */
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "handle.h"
 #include "stream.h"
 
 /* The runtime and driver attribute unions, their ids, and the enums inside
@@ -73,24 +74,6 @@ bool cudaev__attr_value_from_cu(cudaLaunchAttributeID id, const CUlaunchAttribut
   if (in == NULL || out == NULL) return false;
   memcpy(out, in, sizeof *out);
   return true;
-}
-
-/* ---- destroyed handles --------------------------------------------------- */
-
-_Atomic(uintptr_t) cudaev__graves[1u << CUDAEV_GRAVE_BITS];
-
-void cudaev__handle_bury(const void *h) {
-  uintptr_t p = (uintptr_t)h;
-  if (p > (uintptr_t)CU_STREAM_PER_THREAD)
-    atomic_store_explicit(&cudaev__graves[cudaev__grave_slot(p)], p, memory_order_release);
-}
-
-void cudaev__handle_revive(const void *h) {
-  uintptr_t p = (uintptr_t)h;
-  if (p <= (uintptr_t)CU_STREAM_PER_THREAD) return;
-  uintptr_t expect = p;
-  atomic_compare_exchange_strong_explicit(&cudaev__graves[cudaev__grave_slot(p)], &expect, 0,
-                                          memory_order_acq_rel, memory_order_relaxed);
 }
 
 /* ---- creation, destruction ---------------------------------------------- */
