@@ -1,13 +1,9 @@
 /* Execution Control: kernel launches and kernel attributes.
  *
- * The launch path is the hottest code in the library. A launch finds the
- * kernel's record (no lookup at all from nvcc's <<<>>>, whose handle is
- * the record; one lock-free hash probe from cudaLaunchKernel), reads its
- * CUkernel and hands that straight to cuLaunchKernel, which accepts a
- * context-less CUkernel cast to CUfunction and runs it in the stream's
- * context (or the current one). No lock, no allocation, one driver call.
- * Only when the driver refuses does the slow path make a context current
- * and retry, or work out which error NVIDIA's runtime would report. */
+ * The launch fast path is shared with nvcc's __cudaLaunchKernel
+ * (src/nvcc_abi.c) and lives in launch.h, which says what a launch costs;
+ * its slow path is here. */
+#include "launch.h"
 #include "register.h"
 
 #include <stddef.h>
@@ -113,44 +109,11 @@ CUDAEV_DECLARE_VARIANT(cudaLaunchKernel, _ptsz);
 CUDAEV_DECLARE_VARIANT(cudaLaunchKernelExC, _ptsz);
 CUDAEV_DECLARE_VARIANT(cudaLaunchCooperativeKernel, _ptsz);
 
-/* Called by nvcc's <<<>>> code (crt/device_functions.h) with the handle
- * __cudaGetKernel wrote. */
-CUDAEV_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                                             void **args, size_t sharedMem, cudaStream_t stream);
-CUDAEV_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                                                  void **args, size_t sharedMem,
-                                                  cudaStream_t stream);
-
-enum launch_kind { LAUNCH_PLAIN, LAUNCH_COOPERATIVE };
-
-/* Launch configuration errors. NVIDIA's runtime (CUDA 13) does not check
- * the grid and block dimensions itself: a zero dimension, a block over
- * 1024 threads or over a device's per-axis limit, a grid over its limits
- * all come back from the driver as CUDA_ERROR_INVALID_VALUE and are
- * reported as cudaErrorInvalidValue (not cudaErrorInvalidConfiguration),
- * after the function was found (an unknown function's error wins). So we
- * check nothing either and pass the driver's verdict on. The one thing the
- * driver cannot see is a dynamic shared memory size over its 32 bits,
- * which we refuse as cudaErrorInvalidValue (the driver's answer for any
- * size too large). */
-
-static inline __attribute__((always_inline)) CUresult drv_launch(enum launch_kind kind, CUkernel k,
-                                                                 dim3 g, dim3 b, void **args,
-                                                                 size_t smem, CUstream s) {
-  if (kind == LAUNCH_COOPERATIVE)
-    return cudaev__drv.cuLaunchCooperativeKernel((CUfunction)k, g.x, g.y, g.z, b.x, b.y, b.z,
-                                                 (unsigned)smem, s, args);
-  return cudaev__drv.cuLaunchKernel((CUfunction)k, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)smem, s,
-                                    args, NULL);
-}
-
-/* Everything but the first successful try: a NULL or unknown function, a
- * kernel not loaded yet, a context to make current, an error to record.
- * `f` is func's record (NULL when the registry does not know it); `k` its
- * CUkernel if the fast path had one (then `r` is what the driver said). */
-static __attribute__((noinline, cold)) cudaError_t launch_slow(
-    enum launch_kind kind, const void *func, struct cudaev_kfunc *f, CUkernel k, CUresult r, dim3 g,
-    dim3 b, void **args, size_t smem, CUstream s) {
+/* Reached from cudaev__launch (launch.h) only when something is missing or
+ * failed. */
+cudaError_t cudaev__launch_slow(enum cudaev_launch_kind kind, const void *func,
+                                struct cudaev_kfunc *f, CUkernel k, CUresult r, dim3 g, dim3 b,
+                                void **args, size_t smem, CUstream s) {
   if (k == NULL) {
     /* Unknown pointers go through cudaev__kernel_lookup's rules (NULL ->
      * invalid device function; anything else is validated by the driver as
@@ -158,93 +121,40 @@ static __attribute__((noinline, cold)) cudaError_t launch_slow(
     cudaError_t e = f != NULL ? cudaev__kfunc_kernel(f, &k) : cudaev__kernel_lookup(func, &k);
     if (e != cudaSuccess) return cudaev__ret(e);
     if (smem > 0xffffffffu) return cudaev__ret(cudaErrorInvalidValue);
-    r = drv_launch(kind, k, g, b, args, smem, s);
+    r = cudaev__launch_drv(kind, k, g, b, args, smem, s);
   }
   if (r == CUDA_ERROR_INVALID_CONTEXT) {
     /* No context current yet: make the device's primary context current,
      * as every runtime call does, and try again. */
     cudaError_t c = cudaev__ctx();
     if (c != cudaSuccess) return cudaev__ret(c);
-    r = drv_launch(kind, k, g, b, args, smem, s);
+    r = cudaev__launch_drv(kind, k, g, b, args, smem, s);
   }
   return cudaev__ret_cu(r);
 }
 
-/* The launch fast path. Per launch, in the common case (a kernel launched
- * before, from a thread with a current context):
- *   - finding the record: none for <<<>>> (the handle is the record: one
- *     load to compare its magic), one lock-free hash probe for
- *     cudaLaunchKernel (hash of the pointer, usually one slot read);
- *   - one load of the record's CUkernel (a plain load on x86-64/aarch64);
- *   - one compare of the shared memory size against 32 bits;
- *   - the stream handed over as it is (a NULL test for the _ptsz variants);
- *   - one indirect call: cuLaunchKernel with the context-independent
- *     CUkernel, which the driver runs in the stream's (or the current)
- *     context and validates (dimensions, shared memory, arguments).
- * No driver call besides the launch (no cuCtxGetCurrent: the driver knows
- * the context), no TLS access (the last error is written only on failure),
- * no atomic read-modify-write, no lock, no allocation. Everything else is in
- * launch_slow, reached only when something is missing or failed. Forced
- * inline so each export is one straight function. */
-static inline __attribute__((always_inline)) cudaError_t launch(
-    enum launch_kind kind, const void *func, struct cudaev_kfunc *f, dim3 g, dim3 b, void **args,
-    size_t smem, cudaStream_t stream, bool per_thread) {
-  CUstream s = cudaev__stream(stream, per_thread);
-  CUkernel k = NULL;
-  if (CUDAEV_LIKELY(f != NULL)) k = atomic_load_explicit(&f->kernel, memory_order_acquire);
-  if (CUDAEV_UNLIKELY(k == NULL || smem > 0xffffffffu))
-    return launch_slow(kind, func, f, NULL, CUDA_SUCCESS, g, b, args, smem, s);
-  CUresult r = drv_launch(kind, k, g, b, args, smem, s);
-  if (CUDAEV_LIKELY(r == CUDA_SUCCESS)) return cudaSuccess;
-  return launch_slow(kind, func, f, k, r, g, b, args, smem, s);
-}
-
-/* The record behind a handle from __cudaGetKernel: the record itself, or
- * (if __cudaGetKernel could not find one) the stub it wrote first. The
- * handle is never a user pointer: it is what __cudaGetKernel wrote (a
- * record, or a host stub, i.e. readable code), so reading its first 8
- * bytes is safe. */
-static inline __attribute__((always_inline)) struct cudaev_kfunc *handle_kfunc(
-    cudaKernel_t kernel) {
-  struct cudaev_kfunc *f = (struct cudaev_kfunc *)kernel;
-  if (CUDAEV_LIKELY(f != NULL && f->magic == CUDAEV_KFUNC_MAGIC)) return f;
-  return cudaev__kfunc_find(kernel);
-}
-
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-                               size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, kernel, handle_kfunc(kernel), gridDim, blockDim, args, sharedMem,
-                stream, false);
-}
-
-cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-                                    size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, kernel, handle_kfunc(kernel), gridDim, blockDim, args, sharedMem,
-                stream, true);
-}
-
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                              size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
-                stream, false);
+  return cudaev__launch(CUDAEV_LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim,
+                        args, sharedMem, stream, false);
 }
 
 cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                   size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
-                stream, true);
+  return cudaev__launch(CUDAEV_LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim,
+                        args, sharedMem, stream, true);
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                         size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim, blockDim, args,
-                sharedMem, stream, false);
+  return cudaev__launch(CUDAEV_LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim,
+                        blockDim, args, sharedMem, stream, false);
 }
 
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
                                              void **args, size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim, blockDim, args,
-                sharedMem, stream, true);
+  return cudaev__launch(CUDAEV_LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim,
+                        blockDim, args, sharedMem, stream, true);
 }
 
 static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func, void **args,

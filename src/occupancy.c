@@ -2,6 +2,7 @@
  * CUfunction (which they accept; the current context supplies the device).
  * The C++ templates of cuda_runtime.h (cudaOccupancyMaxPotentialBlockSize*
  * and the *VariableSMem ones) are built on these in the program itself. */
+#include "launch.h"
 #include "register.h"
 
 _Static_assert(cudaOccupancyDefault == CU_OCCUPANCY_DEFAULT, "occupancy flags");

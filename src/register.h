@@ -1,7 +1,8 @@
 /* The registry of what nvcc-built host code registered: fat binaries,
  * kernels (host stub -> device function), variables. Owned by
- * src/register.c; used by the execution, occupancy, symbol and graph
- * sections.
+ * src/register.c; filled by nvcc's __cudaRegister* entry points
+ * (src/nvcc_abi.c); used by the execution, occupancy, symbol, library and
+ * graph sections.
  *
  * Every fat binary becomes one CUlibrary, loaded with cuLibraryLoadData on
  * first use (context independent; the driver applies CUDA_MODULE_LOADING).
@@ -24,6 +25,9 @@
 
 #define CUDAEV_KFUNC_MAGIC UINT64_C(0x63756465766b666e) /* "cudevkfn" */
 
+/* One registered fat binary (opaque): the handle nvcc's generated code
+ * keeps as `void **` and passes back to every __cudaRegister* call. Never
+ * freed: unregistered ones are retired with their kernels and variables. */
 struct cudaev_fatbin;
 
 /* One kernel: a registration by __cudaRegisterFunction, or a kernel of a
@@ -96,23 +100,49 @@ bool cudaev__kernel_adopt(CUkernel k, CUlibrary lib);
 /* Forgets the kernels adopted from `lib` (before it is unloaded). */
 void cudaev__library_forget(CUlibrary lib);
 
-/* cudaLaunchAttribute is CUlaunchAttribute bit for bit (checked by static
- * assertions in src/execution.c), so the attribute array is passed on as
- * it is. Fills *out from *in; false when the shared memory size does not
- * fit the driver's 32 bits. */
-static inline bool cudaev__launch_config(const cudaLaunchConfig_t *in, CUlaunchConfig *out,
-                                         bool per_thread) {
-  out->gridDimX = in->gridDim.x;
-  out->gridDimY = in->gridDim.y;
-  out->gridDimZ = in->gridDim.z;
-  out->blockDimX = in->blockDim.x;
-  out->blockDimY = in->blockDim.y;
-  out->blockDimZ = in->blockDim.z;
-  out->sharedMemBytes = (unsigned)in->dynamicSmemBytes;
-  out->hStream = cudaev__stream(in->stream, per_thread);
-  out->attrs = (CUlaunchAttribute *)in->attrs;
-  out->numAttrs = in->numAttrs;
-  return in->dynamicSmemBytes <= 0xffffffffu;
-}
+/* ---- registration: the bodies of nvcc's __cudaRegister* (src/nvcc_abi.c) ---- */
+
+/* Records a fat binary without touching the driver: these run from static
+ * constructors, possibly before anything else in the process. `image` is
+ * NULL when nvcc's wrapper was not recognised (a later load then fails
+ * with cudaErrorInvalidKernelImage). Returns NULL when out of memory. */
+struct cudaev_fatbin *cudaev__fatbin_new(int version, const void *image, void *prelinked);
+
+/* True for a record cudaev__fatbin_new returned (checks its magic): the
+ * functions below ignore anything else, as NVIDIA's runtime does. */
+bool cudaev__fatbin_valid(const struct cudaev_fatbin *fb);
+
+/* Forgets the fat binary's kernels and variables (another translation
+ * unit's registration of the same kernel takes over) and unloads its
+ * library if one was loaded, except at process exit. A second call, or an
+ * invalid `fb`, does nothing. */
+void cudaev__fatbin_unregister(struct cudaev_fatbin *fb);
+
+/* Registers kernel `name` (the device name) under its host stub. A stub
+ * registered before (by another translation unit) keeps its first
+ * registration; this one waits in line behind it. Out of memory drops it. */
+void cudaev__fatbin_add_kernel(struct cudaev_fatbin *fb, const void *stub, const char *name);
+
+enum cudaev_var_kind {
+  CUDAEV_VAR_DEVICE,  /* __device__ / __constant__: looked up in the library */
+  CUDAEV_VAR_MANAGED, /* __managed__: its address is written to *shadow at load */
+  CUDAEV_VAR_HOST,    /* a host variable the device reaches through unified memory */
+};
+
+/* Registers variable `name` under its host shadow `host`; a shadow
+ * registered before keeps its first registration. */
+void cudaev__fatbin_add_var(struct cudaev_fatbin *fb, const void *host, const char *name,
+                            size_t size, enum cudaev_var_kind kind, void **shadow);
+
+/* The host universal function and data table, handed to cuLibraryLoadData
+ * as CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE. */
+void cudaev__fatbin_set_unified_table(struct cudaev_fatbin *fb, void *functionTable,
+                                      size_t functionWindowSize, void *dataTable,
+                                      size_t dataWindowSize);
+
+/* The fat binary's library, loaded on first use (cuLibraryLoadData, which
+ * needs no context), with its managed variables' shadows written.
+ * Initialises the runtime. Errors are not recorded. */
+cudaError_t cudaev__fatbin_library(struct cudaev_fatbin *fb, CUlibrary *out);
 
 #endif

@@ -4,16 +4,11 @@
  * kernels (growing the map several times) and unregisters them. Exits 0
  * when every lookup found the right record. */
 #include "fake_driver.h"
+#include "nvcc_abi.h"
 #include "register.h"
 
 #include <pthread.h>
 #include <stdio.h>
-
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaUnregisterFatBinary(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize);
 
 struct wrapper {
   int magic, version;
