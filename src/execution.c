@@ -6,103 +6,6 @@
 #include "launch.h"
 #include "register.h"
 
-#include <stddef.h>
-
-/* ---- cudaLaunchAttribute is CUlaunchAttribute ------------------------------ */
-
-#define SAME_VALUE(a, b) _Static_assert((int)(a) == (int)(b), #a " != " #b)
-#define SAME_MEMBER(m, cm)                                                                         \
-  _Static_assert(                                                                                  \
-      offsetof(cudaLaunchAttributeValue, m) == offsetof(CUlaunchAttributeValue, cm) &&             \
-          sizeof(((cudaLaunchAttributeValue *)0)->m) == sizeof(((CUlaunchAttributeValue *)0)->cm), \
-      "launch attribute member " #m)
-
-_Static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "launch attribute size");
-_Static_assert(offsetof(cudaLaunchAttribute, val) == offsetof(CUlaunchAttribute, value),
-               "launch attribute value offset");
-_Static_assert(sizeof(cudaLaunchAttributeID) == sizeof(CUlaunchAttributeID), "attribute id size");
-SAME_VALUE(cudaLaunchAttributeIgnore, CU_LAUNCH_ATTRIBUTE_IGNORE);
-SAME_VALUE(cudaLaunchAttributeAccessPolicyWindow, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
-SAME_VALUE(cudaLaunchAttributeCooperative, CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
-SAME_VALUE(cudaLaunchAttributeSynchronizationPolicy, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY);
-SAME_VALUE(cudaLaunchAttributeClusterDimension, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
-SAME_VALUE(cudaLaunchAttributeClusterSchedulingPolicyPreference,
-           CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE);
-SAME_VALUE(cudaLaunchAttributeProgrammaticStreamSerialization,
-           CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
-SAME_VALUE(cudaLaunchAttributeProgrammaticEvent, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT);
-SAME_VALUE(cudaLaunchAttributePriority, CU_LAUNCH_ATTRIBUTE_PRIORITY);
-SAME_VALUE(cudaLaunchAttributeMemSyncDomainMap, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP);
-SAME_VALUE(cudaLaunchAttributeMemSyncDomain, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN);
-SAME_VALUE(cudaLaunchAttributePreferredClusterDimension,
-           CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION);
-SAME_VALUE(cudaLaunchAttributeLaunchCompletionEvent, CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT);
-SAME_VALUE(cudaLaunchAttributeDeviceUpdatableKernelNode,
-           CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE);
-SAME_VALUE(cudaLaunchAttributePreferredSharedMemoryCarveout,
-           CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
-SAME_VALUE(cudaLaunchAttributeNvlinkUtilCentricScheduling,
-           CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING);
-SAME_MEMBER(accessPolicyWindow, accessPolicyWindow);
-SAME_MEMBER(accessPolicyWindow.base_ptr, accessPolicyWindow.base_ptr);
-SAME_MEMBER(accessPolicyWindow.num_bytes, accessPolicyWindow.num_bytes);
-SAME_MEMBER(accessPolicyWindow.hitRatio, accessPolicyWindow.hitRatio);
-SAME_MEMBER(accessPolicyWindow.hitProp, accessPolicyWindow.hitProp);
-SAME_MEMBER(accessPolicyWindow.missProp, accessPolicyWindow.missProp);
-SAME_VALUE(cudaAccessPropertyNormal, CU_ACCESS_PROPERTY_NORMAL);
-SAME_VALUE(cudaAccessPropertyStreaming, CU_ACCESS_PROPERTY_STREAMING);
-SAME_VALUE(cudaAccessPropertyPersisting, CU_ACCESS_PROPERTY_PERSISTING);
-SAME_MEMBER(cooperative, cooperative);
-SAME_MEMBER(syncPolicy, syncPolicy);
-SAME_VALUE(cudaSyncPolicyAuto, CU_SYNC_POLICY_AUTO);
-SAME_VALUE(cudaSyncPolicySpin, CU_SYNC_POLICY_SPIN);
-SAME_VALUE(cudaSyncPolicyYield, CU_SYNC_POLICY_YIELD);
-SAME_VALUE(cudaSyncPolicyBlockingSync, CU_SYNC_POLICY_BLOCKING_SYNC);
-SAME_MEMBER(clusterDim, clusterDim);
-SAME_MEMBER(clusterSchedulingPolicyPreference, clusterSchedulingPolicyPreference);
-SAME_VALUE(cudaClusterSchedulingPolicyDefault, CU_CLUSTER_SCHEDULING_POLICY_DEFAULT);
-SAME_VALUE(cudaClusterSchedulingPolicySpread, CU_CLUSTER_SCHEDULING_POLICY_SPREAD);
-SAME_VALUE(cudaClusterSchedulingPolicyLoadBalancing, CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING);
-SAME_MEMBER(programmaticStreamSerializationAllowed, programmaticStreamSerializationAllowed);
-SAME_MEMBER(programmaticEvent, programmaticEvent);
-SAME_MEMBER(programmaticEvent.event, programmaticEvent.event);
-SAME_MEMBER(programmaticEvent.flags, programmaticEvent.flags);
-SAME_MEMBER(programmaticEvent.triggerAtBlockStart, programmaticEvent.triggerAtBlockStart);
-SAME_MEMBER(priority, priority);
-SAME_MEMBER(memSyncDomainMap, memSyncDomainMap);
-SAME_MEMBER(memSyncDomainMap.default_, memSyncDomainMap.default_);
-SAME_MEMBER(memSyncDomainMap.remote, memSyncDomainMap.remote);
-SAME_MEMBER(memSyncDomain, memSyncDomain);
-SAME_VALUE(cudaLaunchMemSyncDomainDefault, CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT);
-SAME_VALUE(cudaLaunchMemSyncDomainRemote, CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE);
-SAME_MEMBER(preferredClusterDim, preferredClusterDim);
-SAME_MEMBER(launchCompletionEvent, launchCompletionEvent);
-SAME_MEMBER(launchCompletionEvent.event, launchCompletionEvent.event);
-SAME_MEMBER(launchCompletionEvent.flags, launchCompletionEvent.flags);
-SAME_MEMBER(deviceUpdatableKernelNode, deviceUpdatableKernelNode);
-SAME_MEMBER(deviceUpdatableKernelNode.deviceUpdatable, deviceUpdatableKernelNode.deviceUpdatable);
-SAME_MEMBER(deviceUpdatableKernelNode.devNode, deviceUpdatableKernelNode.devNode);
-SAME_MEMBER(sharedMemCarveout, sharedMemCarveout);
-SAME_MEMBER(nvlinkUtilCentricScheduling, nvlinkUtilCentricScheduling);
-/* cudaFuncAttribute and cudaFuncCache are the driver's enums. */
-SAME_VALUE(cudaFuncAttributeMaxDynamicSharedMemorySize,
-           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
-SAME_VALUE(cudaFuncAttributePreferredSharedMemoryCarveout,
-           CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
-SAME_VALUE(cudaFuncAttributeClusterDimMustBeSet, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET);
-SAME_VALUE(cudaFuncAttributeRequiredClusterWidth, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH);
-SAME_VALUE(cudaFuncAttributeRequiredClusterHeight, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT);
-SAME_VALUE(cudaFuncAttributeRequiredClusterDepth, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH);
-SAME_VALUE(cudaFuncAttributeNonPortableClusterSizeAllowed,
-           CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED);
-SAME_VALUE(cudaFuncAttributeClusterSchedulingPolicyPreference,
-           CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE);
-SAME_VALUE(cudaFuncAttributeMax, CU_FUNC_ATTRIBUTE_MAX);
-SAME_VALUE(cudaFuncCachePreferNone, CU_FUNC_CACHE_PREFER_NONE);
-SAME_VALUE(cudaFuncCachePreferShared, CU_FUNC_CACHE_PREFER_SHARED);
-SAME_VALUE(cudaFuncCachePreferL1, CU_FUNC_CACHE_PREFER_L1);
-SAME_VALUE(cudaFuncCachePreferEqual, CU_FUNC_CACHE_PREFER_EQUAL);
-
 /* ---- launch ---------------------------------------------------------------- */
 
 CUDAEV_DECLARE_VARIANT(cudaLaunchKernel, _ptsz);
@@ -187,6 +90,9 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const voi
 }
 
 /* ---- kernel attributes ------------------------------------------------------ */
+
+/* cudaFuncAttribute and cudaFuncCache are the driver's enums (abi_asserts.c):
+ * they are passed on cast. */
 
 /* The kernel behind `func` and the CUdevice of the current context (made
  * current first, as NVIDIA's runtime does for these calls). */

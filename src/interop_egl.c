@@ -28,25 +28,6 @@
 
 #include "array.h"
 
-_Static_assert(CUDA_EGL_MAX_PLANES == MAX_PLANES, "planes");
-_Static_assert((int)cudaEglFrameTypeArray == (int)CU_EGL_FRAME_TYPE_ARRAY &&
-                   (int)cudaEglFrameTypePitch == (int)CU_EGL_FRAME_TYPE_PITCH,
-               "cudaEglFrameType");
-_Static_assert((int)cudaEglResourceLocationSysmem == (int)CU_EGL_RESOURCE_LOCATION_SYSMEM &&
-                   (int)cudaEglResourceLocationVidmem == (int)CU_EGL_RESOURCE_LOCATION_VIDMEM,
-               "cudaEglResourceLocationFlags");
-/* Spot checks along the colour-format enum: the runtime's is the driver's
- * with a few values (RGB, BGR, YUV_ER, YUV) left out. */
-_Static_assert((int)cudaEglColorFormatYUV420Planar == (int)CU_EGL_COLOR_FORMAT_YUV420_PLANAR &&
-                   (int)cudaEglColorFormatARGB == (int)CU_EGL_COLOR_FORMAT_ARGB &&
-                   (int)cudaEglColorFormatYUVA_ER == (int)CU_EGL_COLOR_FORMAT_YUVA_ER &&
-                   (int)cudaEglColorFormatBayer20GBRG == (int)CU_EGL_COLOR_FORMAT_BAYER20_GBRG &&
-                   (int)cudaEglColorFormatY == (int)CU_EGL_COLOR_FORMAT_Y &&
-                   (int)cudaEglColorFormatYUVA == (int)CU_EGL_COLOR_FORMAT_YUVA &&
-                   (int)cudaEglColorFormatYVYU == (int)CU_EGL_COLOR_FORMAT_YVYU &&
-                   (int)cudaEglColorFormatUYVY2020 == (int)CU_EGL_COLOR_FORMAT_UYVY_2020,
-               "cudaEglColorFormat");
-
 /* Returns cudaSuccess, cudaErrorInvalidValue (frame type) or
  * cudaErrorInvalidChannelDescriptor (first plane's channelDesc); not recorded. */
 static cudaError_t frame_to_cu(const cudaEglFrame *in, CUeglFrame *out) {

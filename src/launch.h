@@ -83,7 +83,7 @@ static inline __attribute__((always_inline)) cudaError_t cudaev__launch(
 }
 
 /* cudaLaunchAttribute is CUlaunchAttribute bit for bit (checked at compile
- * time in src/execution.c), so the attribute array is passed on as it is.
+ * time in src/abi_asserts.c), so the attribute array is passed on as it is.
  * Fills *out from *in; false when the shared memory size does not fit the
  * driver's 32 bits. */
 static inline bool cudaev__launch_config(const cudaLaunchConfig_t *in, CUlaunchConfig *out,

@@ -4,7 +4,7 @@
  * memory location.
  *
  * A cudaMemPool_t is the driver's CUmemoryPool, and the runtime's pool
- * structures mirror the driver's (memory.h asserts it), so every function
+ * structures mirror the driver's (abi_asserts.c checks it), so every function
  * here is a check of what only the runtime checks and one driver call. */
 #include "internal.h"
 #include "handle.h"
@@ -127,8 +127,6 @@ cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAcce
   return cudaev__ret_cu(cudaev__drv.cuMemPoolSetAccess((CUmemoryPool)memPool,
                                                        (const CUmemAccessDesc *)descList, count));
 }
-
-_Static_assert(sizeof(enum cudaMemAccessFlags) == sizeof(CUmemAccess_flags), "access flags");
 
 cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t memPool,
                                  struct cudaMemLocation *location) {

@@ -20,46 +20,7 @@
 #include "stream.h"
 
 /* The runtime and driver attribute unions, their ids, and the enums inside
- * them are the same ABI; the translation relies on it. */
-_Static_assert(sizeof(cudaLaunchAttributeValue) == sizeof(CUlaunchAttributeValue), "attr size");
-_Static_assert(sizeof(struct cudaAccessPolicyWindow) == sizeof(CUaccessPolicyWindow), "apw size");
-_Static_assert(offsetof(struct cudaAccessPolicyWindow, hitRatio) ==
-                   offsetof(CUaccessPolicyWindow, hitRatio),
-               "apw hitRatio");
-_Static_assert(offsetof(struct cudaAccessPolicyWindow, missProp) ==
-                   offsetof(CUaccessPolicyWindow, missProp),
-               "apw missProp");
-_Static_assert(offsetof(cudaLaunchAttributeValue, memSyncDomainMap) ==
-                   offsetof(CUlaunchAttributeValue, memSyncDomainMap),
-               "mem sync map");
-_Static_assert((int)cudaLaunchAttributeAccessPolicyWindow ==
-                   (int)CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
-               "id");
-_Static_assert((int)cudaLaunchAttributeSynchronizationPolicy ==
-                   (int)CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
-               "id");
-_Static_assert((int)cudaLaunchAttributePriority == (int)CU_LAUNCH_ATTRIBUTE_PRIORITY, "id");
-_Static_assert((int)cudaLaunchAttributeMemSyncDomainMap ==
-                   (int)CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
-               "id");
-_Static_assert((int)cudaLaunchAttributeMemSyncDomain == (int)CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
-               "id");
-_Static_assert((int)cudaLaunchAttributeNvlinkUtilCentricScheduling ==
-                   (int)CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING,
-               "id");
-_Static_assert((int)cudaSyncPolicyBlockingSync == (int)CU_SYNC_POLICY_BLOCKING_SYNC, "sync policy");
-_Static_assert((int)cudaAccessPropertyPersisting == (int)CU_ACCESS_PROPERTY_PERSISTING,
-               "access prop");
-_Static_assert(sizeof(cudaGraphEdgeData) == sizeof(CUgraphEdgeData), "edge data");
-_Static_assert((int)cudaStreamCaptureStatusInvalidated == (int)CU_STREAM_CAPTURE_STATUS_INVALIDATED,
-               "capture status");
-_Static_assert((int)cudaStreamCaptureModeRelaxed == (int)CU_STREAM_CAPTURE_MODE_RELAXED,
-               "capture mode");
-_Static_assert((int)cudaStreamSetCaptureDependencies == (int)CU_STREAM_SET_CAPTURE_DEPENDENCIES,
-               "capture deps");
-_Static_assert((int)cudaStreamNonBlocking == (int)CU_STREAM_NON_BLOCKING, "stream flags");
-_Static_assert((int)cudaMemAttachSingle == (int)CU_MEM_ATTACH_SINGLE, "attach flags");
-
+ * them are the same ABI (abi_asserts.c); the translation relies on it. */
 bool cudaev__attr_value_to_cu(cudaLaunchAttributeID id, const cudaLaunchAttributeValue *in,
                               CUlaunchAttributeValue *out) {
   (void)id;

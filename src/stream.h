@@ -12,8 +12,8 @@
  * alias cudaStreamAttrValue / cudaKernelNodeAttrValue) for attribute `id`
  * into the driver's CUlaunchAttributeValue, and back. The two unions and
  * their attribute ids are laid out alike (checked at compile time in
- * stream.c), so both directions copy the whole 64-byte value: fields of
- * attributes this toolkit does not know travel unchanged.
+ * src/abi_asserts.c), so both directions copy the whole 64-byte value:
+ * fields of attributes this toolkit does not know travel unchanged.
  * Returns false (nothing written) when `in` or `out` is NULL. */
 bool cudaev__attr_value_to_cu(cudaLaunchAttributeID id, const cudaLaunchAttributeValue *in,
                               CUlaunchAttributeValue *out);
