@@ -70,8 +70,6 @@ bool cudaev__error_is_sticky(cudaError_t e);
 struct cudaev_device {
   CUdevice dev;
   _Atomic(CUcontext) primary; /* retained primary context, NULL until used */
-  unsigned flags;             /* cudaSetDeviceFlags value recorded while inactive */
-  int flags_set;
 };
 
 struct cudaev_runtime {

@@ -20,10 +20,12 @@ struct fatbin_wrapper {
   void *extra; /* version 2: NULL-terminated array of the prelinked fatbins */
 };
 
+/* Only the image is kept: a device-linked program's prelinked fat binaries
+ * (version 2) would matter for linking at run time, which this runtime
+ * does not do (README, known limitations). */
 void **__cudaRegisterFatBinary(void *fatCubin) {
   const struct fatbin_wrapper *w = fatCubin;
-  if (w == NULL || w->magic != FATBINC_MAGIC) return (void **)cudaev__fatbin_new(0, NULL, NULL);
-  return (void **)cudaev__fatbin_new(w->version, w->data, w->version == 2 ? w->extra : NULL);
+  return (void **)cudaev__fatbin_new(w != NULL && w->magic == FATBINC_MAGIC ? w->data : NULL);
 }
 
 void __cudaRegisterFatBinaryEnd(void **fatCubinHandle) { (void)fatCubinHandle; }

@@ -22,9 +22,7 @@ struct cudaev_var {
 
 struct cudaev_fatbin {
   uint64_t magic;
-  int version;
   const void *image;
-  void *prelinked;
   _Atomic(CUlibrary) lib;
   atomic_bool dead;
   bool has_table;
@@ -342,13 +340,11 @@ void cudaev__library_forget(CUlibrary lib) {
 
 /* ---- registration ----------------------------------------------------------- */
 
-struct cudaev_fatbin *cudaev__fatbin_new(int version, const void *image, void *prelinked) {
+struct cudaev_fatbin *cudaev__fatbin_new(const void *image) {
   struct cudaev_fatbin *fb = calloc(1, sizeof *fb);
   if (fb == NULL) return NULL;
   fb->magic = CUDAEV_FATBIN_MAGIC;
-  fb->version = version;
   fb->image = image;
-  fb->prelinked = prelinked;
   return fb;
 }
 

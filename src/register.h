@@ -106,7 +106,7 @@ void cudaev__library_forget(CUlibrary lib);
  * constructors, possibly before anything else in the process. `image` is
  * NULL when nvcc's wrapper was not recognised (a later load then fails
  * with cudaErrorInvalidKernelImage). Returns NULL when out of memory. */
-struct cudaev_fatbin *cudaev__fatbin_new(int version, const void *image, void *prelinked);
+struct cudaev_fatbin *cudaev__fatbin_new(const void *image);
 
 /* True for a record cudaev__fatbin_new returned (checks its magic): the
  * functions below ignore anything else, as NVIDIA's runtime does. */

@@ -111,11 +111,6 @@ int cudaev__driver_version(void) {
   return driver_version;
 }
 
-void *cudaev__driver_handle(void) {
-  cudaev__driver_load();
-  return libcuda;
-}
-
 static const struct cudaev_driver *install_src;
 static int install_version;
 

@@ -72,9 +72,6 @@ CUresult cudaev__driver_error(void);
 /* cuDriverGetVersion of the loaded driver, 0 when none loaded. */
 int cudaev__driver_version(void);
 
-/* The dlopen() handle of libcuda (NULL if not loaded). */
-void *cudaev__driver_handle(void);
-
 /* Replaces the table with *fake and marks the driver loaded, skipping
  * dlopen: for tests that stand in for libcuda. Members left NULL in *fake
  * are pointed at the not-supported function. Call before any other
