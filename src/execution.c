@@ -14,8 +14,8 @@ CUDAEV_DECLARE_VARIANT(cudaLaunchCooperativeKernel, _ptsz);
 
 /* Reached from cudaev__launch (launch.h) only when something is missing or
  * failed. */
-cudaError_t cudaev__launch_slow(enum cudaev_launch_kind kind, const void *func,
-                                struct cudaev_kfunc *f, CUkernel k, CUresult r, dim3 g, dim3 b,
+cudaError_t cudaev__launch_slow(enum cudaev__launch_kind kind, const void *func,
+                                struct cudaev__kfunc *f, CUkernel k, CUresult r, dim3 g, dim3 b,
                                 void **args, size_t smem, CUstream s) {
   if (k == NULL) {
     /* Unknown pointers go through cudaev__kernel_lookup's rules (NULL ->
@@ -38,25 +38,25 @@ cudaError_t cudaev__launch_slow(enum cudaev_launch_kind kind, const void *func,
 
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                              size_t sharedMem, cudaStream_t stream) {
-  return cudaev__launch(CUDAEV_LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim,
+  return cudaev__launch(CUDAEV__LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim,
                         args, sharedMem, stream, false);
 }
 
 cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                   size_t sharedMem, cudaStream_t stream) {
-  return cudaev__launch(CUDAEV_LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim,
+  return cudaev__launch(CUDAEV__LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim,
                         args, sharedMem, stream, true);
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                         size_t sharedMem, cudaStream_t stream) {
-  return cudaev__launch(CUDAEV_LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim,
+  return cudaev__launch(CUDAEV__LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim,
                         blockDim, args, sharedMem, stream, false);
 }
 
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
                                              void **args, size_t sharedMem, cudaStream_t stream) {
-  return cudaev__launch(CUDAEV_LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim,
+  return cudaev__launch(CUDAEV__LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim,
                         blockDim, args, sharedMem, stream, true);
 }
 
@@ -190,7 +190,7 @@ cudaError_t cudaFuncSetSharedMemConfig(const void *func, enum cudaSharedMemConfi
 cudaError_t cudaFuncGetName(const char **name, const void *func) {
   CUDAEV_INIT_OR_RETURN();
   if (name == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  struct cudaev_kfunc *f = cudaev__kfunc_find(func);
+  struct cudaev__kfunc *f = cudaev__kfunc_find(func);
   if (f != NULL && f->name != NULL) {
     *name = f->name;
     return cudaSuccess;

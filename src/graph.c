@@ -76,7 +76,7 @@ static cudaError_t kernel_to_cu(const struct cudaKernelNodeParams *in,
 static void kernel_from_cu(const CUDA_KERNEL_NODE_PARAMS *in, struct cudaKernelNodeParams *out) {
   const void *f = in->func != NULL ? (const void *)in->func : (const void *)in->kern;
   if (in->kern != NULL) {
-    struct cudaev_kfunc *kf = cudaev__kfunc_find((const void *)in->kern);
+    struct cudaev__kfunc *kf = cudaev__kfunc_find((const void *)in->kern);
     f = kf != NULL && kf->stub != NULL ? kf->stub : (const void *)in->kern;
   }
   out->func = (void *)f;

@@ -31,13 +31,13 @@
 
 #include "register.h"
 
-enum cudaev_launch_kind { CUDAEV_LAUNCH_PLAIN, CUDAEV_LAUNCH_COOPERATIVE };
+enum cudaev__launch_kind { CUDAEV__LAUNCH_PLAIN, CUDAEV__LAUNCH_COOPERATIVE };
 
 /* The one driver call of a launch. */
 static inline __attribute__((always_inline)) CUresult cudaev__launch_drv(
-    enum cudaev_launch_kind kind, CUkernel k, dim3 g, dim3 b, void **args, size_t smem,
+    enum cudaev__launch_kind kind, CUkernel k, dim3 g, dim3 b, void **args, size_t smem,
     CUstream s) {
-  if (kind == CUDAEV_LAUNCH_COOPERATIVE)
+  if (kind == CUDAEV__LAUNCH_COOPERATIVE)
     return cudaev__drv.cuLaunchCooperativeKernel((CUfunction)k, g.x, g.y, g.z, b.x, b.y, b.z,
                                                  (unsigned)smem, s, args);
   return cudaev__drv.cuLaunchKernel((CUfunction)k, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)smem, s,
@@ -50,8 +50,8 @@ static inline __attribute__((always_inline)) CUresult cudaev__launch_drv(
  * CUkernel if the fast path had one (then `r` is what the driver said).
  * Returns the launch's result, recorded. Defined in src/execution.c. */
 __attribute__((noinline, cold)) cudaError_t cudaev__launch_slow(
-    enum cudaev_launch_kind kind, const void *func, struct cudaev_kfunc *f, CUkernel k, CUresult r,
-    dim3 g, dim3 b, void **args, size_t smem, CUstream s);
+    enum cudaev__launch_kind kind, const void *func, struct cudaev__kfunc *f, CUkernel k,
+    CUresult r, dim3 g, dim3 b, void **args, size_t smem, CUstream s);
 
 /* The launch fast path. Per launch, in the common case (a kernel launched
  * before, from a thread with a current context):
@@ -70,7 +70,7 @@ __attribute__((noinline, cold)) cudaError_t cudaev__launch_slow(
  * cudaev__launch_slow, reached only when something is missing or failed.
  * Forced inline so each export is one straight function. */
 static inline __attribute__((always_inline)) cudaError_t cudaev__launch(
-    enum cudaev_launch_kind kind, const void *func, struct cudaev_kfunc *f, dim3 g, dim3 b,
+    enum cudaev__launch_kind kind, const void *func, struct cudaev__kfunc *f, dim3 g, dim3 b,
     void **args, size_t smem, cudaStream_t stream, bool per_thread) {
   CUstream s = cudaev__stream(stream, per_thread);
   CUkernel k = NULL;

@@ -31,47 +31,47 @@ void **__cudaRegisterFatBinary(void *fatCubin) {
 void __cudaRegisterFatBinaryEnd(void **fatCubinHandle) { (void)fatCubinHandle; }
 
 void __cudaUnregisterFatBinary(void **fatCubinHandle) {
-  cudaev__fatbin_unregister((struct cudaev_fatbin *)fatCubinHandle);
+  cudaev__fatbin_unregister((struct cudaev__fatbin *)fatCubinHandle);
 }
 
 void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
                             const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
                             dim3 *bDim, dim3 *gDim, int *wSize) {
-  cudaev__fatbin_add_kernel((struct cudaev_fatbin *)fatCubinHandle, hostFun,
+  cudaev__fatbin_add_kernel((struct cudaev__fatbin *)fatCubinHandle, hostFun,
                             deviceName != NULL ? deviceName : deviceFun);
 }
 
 void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
                        const char *deviceName, int ext, size_t size, int constant, int global) {
-  cudaev__fatbin_add_var((struct cudaev_fatbin *)fatCubinHandle, hostVar,
-                         deviceName != NULL ? deviceName : deviceAddress, size, CUDAEV_VAR_DEVICE,
+  cudaev__fatbin_add_var((struct cudaev__fatbin *)fatCubinHandle, hostVar,
+                         deviceName != NULL ? deviceName : deviceAddress, size, CUDAEV__VAR_DEVICE,
                          NULL);
 }
 
 void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress,
                               const char *deviceName, int ext, size_t size, int constant,
                               int global) {
-  cudaev__fatbin_add_var((struct cudaev_fatbin *)fatCubinHandle, hostVarPtrAddress,
-                         deviceName != NULL ? deviceName : deviceAddress, size, CUDAEV_VAR_MANAGED,
+  cudaev__fatbin_add_var((struct cudaev__fatbin *)fatCubinHandle, hostVarPtrAddress,
+                         deviceName != NULL ? deviceName : deviceAddress, size, CUDAEV__VAR_MANAGED,
                          hostVarPtrAddress);
 }
 
 void __cudaRegisterHostVar(void **fatCubinHandle, const char *deviceName, char *hostVar,
                            size_t size) {
-  cudaev__fatbin_add_var((struct cudaev_fatbin *)fatCubinHandle, hostVar, deviceName, size,
-                         CUDAEV_VAR_HOST, NULL);
+  cudaev__fatbin_add_var((struct cudaev__fatbin *)fatCubinHandle, hostVar, deviceName, size,
+                         CUDAEV__VAR_HOST, NULL);
 }
 
 void __cudaRegisterUnifiedTable(void **fatCubinHandle, void *functionTable,
                                 size_t functionWindowSize, void *dataTable, size_t dataWindowSize) {
-  cudaev__fatbin_set_unified_table((struct cudaev_fatbin *)fatCubinHandle, functionTable,
+  cudaev__fatbin_set_unified_table((struct cudaev__fatbin *)fatCubinHandle, functionTable,
                                    functionWindowSize, dataTable, dataWindowSize);
 }
 
 /* Host code reads a __managed__ variable through its shadow pointer after
  * calling this once: load the module, which writes the shadows. */
 char __cudaInitModule(void **fatCubinHandle) {
-  struct cudaev_fatbin *fb = (struct cudaev_fatbin *)fatCubinHandle;
+  struct cudaev__fatbin *fb = (struct cudaev__fatbin *)fatCubinHandle;
   if (!cudaev__fatbin_valid(fb)) return 0;
   if (cudaev__ctx() != cudaSuccess) return 0;
   CUlibrary lib;
@@ -127,7 +127,7 @@ cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun) {
   if (kernel == NULL) return cudaev__ret(cudaErrorInvalidValue);
   if (hostFun == NULL) return cudaev__ret(cudaErrorInvalidDeviceFunction);
   *kernel = (cudaKernel_t)(uintptr_t)hostFun;
-  struct cudaev_kfunc *f = cudaev__kfunc_find(hostFun);
+  struct cudaev__kfunc *f = cudaev__kfunc_find(hostFun);
   if (f != NULL) *kernel = (cudaKernel_t)f;
   cudaError_t e = cudaev__init();
   if (e != cudaSuccess) return cudaev__ret(e);
@@ -139,21 +139,21 @@ cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun) {
  * handle is never a user pointer: it is what __cudaGetKernel wrote (a
  * record, or a host stub, i.e. readable code), so reading its first 8
  * bytes is safe. */
-static inline __attribute__((always_inline)) struct cudaev_kfunc *handle_kfunc(
+static inline __attribute__((always_inline)) struct cudaev__kfunc *handle_kfunc(
     cudaKernel_t kernel) {
-  struct cudaev_kfunc *f = (struct cudaev_kfunc *)kernel;
+  struct cudaev__kfunc *f = (struct cudaev__kfunc *)kernel;
   if (CUDAEV_LIKELY(f != NULL && f->magic == CUDAEV_KFUNC_MAGIC)) return f;
   return cudaev__kfunc_find(kernel);
 }
 
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
                                size_t sharedMem, cudaStream_t stream) {
-  return cudaev__launch(CUDAEV_LAUNCH_PLAIN, kernel, handle_kfunc(kernel), gridDim, blockDim, args,
+  return cudaev__launch(CUDAEV__LAUNCH_PLAIN, kernel, handle_kfunc(kernel), gridDim, blockDim, args,
                         sharedMem, stream, false);
 }
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
                                     size_t sharedMem, cudaStream_t stream) {
-  return cudaev__launch(CUDAEV_LAUNCH_PLAIN, kernel, handle_kfunc(kernel), gridDim, blockDim, args,
+  return cudaev__launch(CUDAEV__LAUNCH_PLAIN, kernel, handle_kfunc(kernel), gridDim, blockDim, args,
                         sharedMem, stream, true);
 }

@@ -10,31 +10,31 @@
 
 #define CUDAEV_FATBIN_MAGIC 0x6661746263756576ull /* "vecubtaf" */
 
-struct cudaev_var {
+struct cudaev__var {
   const void *host; /* host shadow (key) */
   const char *name;
   size_t size;
-  enum cudaev_var_kind kind;
+  enum cudaev__var_kind kind;
   void **shadow; /* managed: the host pointer that receives the address */
-  struct cudaev_fatbin *fb;
-  struct cudaev_var *next; /* next variable of the same fat binary */
+  struct cudaev__fatbin *fb;
+  struct cudaev__var *next; /* next variable of the same fat binary */
 };
 
-struct cudaev_fatbin {
+struct cudaev__fatbin {
   uint64_t magic;
   const void *image;
   _Atomic(CUlibrary) lib;
   atomic_bool dead;
   bool has_table;
   CUlibraryHostUniversalFunctionAndDataTable table;
-  struct cudaev_kfunc *funcs;
-  struct cudaev_var *vars;
-  struct cudaev_fatbin *retired; /* next unregistered fat binary */
+  struct cudaev__kfunc *funcs;
+  struct cudaev__var *vars;
+  struct cudaev__fatbin *retired; /* next unregistered fat binary */
 };
 
 /* Unregistered fat binaries, kept (with their kernels and variables) so a
  * lookup racing the unregistration never reads freed memory. */
-static struct cudaev_fatbin *retired_fatbins;
+static struct cudaev__fatbin *retired_fatbins;
 
 /* ---- lock-free pointer map ------------------------------------------------
  *
@@ -61,8 +61,8 @@ struct ptrmap {
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ptrmap funcs_map; /* stub / CUkernel / record -> struct cudaev_kfunc */
-static struct ptrmap vars_map;  /* host shadow / managed address -> struct cudaev_var */
+static struct ptrmap funcs_map; /* stub / CUkernel / record -> struct cudaev__kfunc */
+static struct ptrmap vars_map;  /* host shadow / managed address -> struct cudaev__var */
 
 static inline size_t ptr_hash(const void *p) {
   uint64_t h = (uint64_t)(uintptr_t)p;
@@ -143,12 +143,12 @@ static void map_set_existing(struct ptrmap *m, const void *key, void *val) {
 
 /* ---- lookups ---------------------------------------------------------------- */
 
-struct cudaev_kfunc *cudaev__kfunc_find(const void *func) {
+struct cudaev__kfunc *cudaev__kfunc_find(const void *func) {
   if (CUDAEV_UNLIKELY(func == NULL)) return NULL;
   return map_get(&funcs_map, func);
 }
 
-bool cudaev__fatbin_valid(const struct cudaev_fatbin *fb) {
+bool cudaev__fatbin_valid(const struct cudaev__fatbin *fb) {
   return fb != NULL && fb->magic == CUDAEV_FATBIN_MAGIC;
 }
 
@@ -156,9 +156,9 @@ bool cudaev__fatbin_valid(const struct cudaev_fatbin *fb) {
  * library: writes each one's address into its host shadow pointer, as
  * NVIDIA's runtime does at module load, and makes that address a key of
  * the variable map (host code names a managed variable through it). */
-static void fatbin_init_managed(struct cudaev_fatbin *fb, CUlibrary lib) {
-  for (struct cudaev_var *v = fb->vars; v != NULL; v = v->next) {
-    if (v->kind != CUDAEV_VAR_MANAGED) continue;
+static void fatbin_init_managed(struct cudaev__fatbin *fb, CUlibrary lib) {
+  for (struct cudaev__var *v = fb->vars; v != NULL; v = v->next) {
+    if (v->kind != CUDAEV__VAR_MANAGED) continue;
     CUdeviceptr p = 0;
     size_t n = 0;
     if (cudaev__drv.cuLibraryGetManaged(&p, &n, lib, v->name) != CUDA_SUCCESS) continue;
@@ -182,7 +182,7 @@ static void watch_exit(void) { atexit(mark_exiting); }
 
 /* Two threads may race to load the library: both load, one publishes, the
  * other unloads its copy. */
-cudaError_t cudaev__fatbin_library(struct cudaev_fatbin *fb, CUlibrary *out) {
+cudaError_t cudaev__fatbin_library(struct cudaev__fatbin *fb, CUlibrary *out) {
   CUlibrary lib = atomic_load_explicit(&fb->lib, memory_order_acquire);
   if (CUDAEV_LIKELY(lib != NULL)) {
     *out = lib;
@@ -217,7 +217,7 @@ cudaError_t cudaev__fatbin_library(struct cudaev_fatbin *fb, CUlibrary *out) {
   return cudaSuccess;
 }
 
-cudaError_t cudaev__kfunc_resolve(struct cudaev_kfunc *f, CUkernel *out) {
+cudaError_t cudaev__kfunc_resolve(struct cudaev__kfunc *f, CUkernel *out) {
   CUkernel k = atomic_load_explicit(&f->kernel, memory_order_acquire);
   if (k != NULL) {
     *out = k;
@@ -254,7 +254,7 @@ static cudaError_t kernel_foreign(const void *func, CUkernel *out) {
 }
 
 cudaError_t cudaev__kernel_lookup(const void *func, CUkernel *out) {
-  struct cudaev_kfunc *f = cudaev__kfunc_find(func);
+  struct cudaev__kfunc *f = cudaev__kfunc_find(func);
   if (CUDAEV_LIKELY(f != NULL)) return cudaev__kfunc_kernel(f, out);
   *out = NULL;
   cudaError_t e = cudaev__init();
@@ -264,7 +264,7 @@ cudaError_t cudaev__kernel_lookup(const void *func, CUkernel *out) {
 }
 
 cudaError_t cudaev__kernel_lookup_registered(const void *func, CUkernel *out) {
-  struct cudaev_kfunc *f = cudaev__kfunc_find(func);
+  struct cudaev__kfunc *f = cudaev__kfunc_find(func);
   if (f != NULL) return cudaev__kfunc_kernel(f, out);
   *out = NULL;
   cudaError_t e = cudaev__init();
@@ -284,12 +284,12 @@ cudaError_t cudaev__func_lookup(const void *func, CUfunction *out) {
 cudaError_t cudaev__symbol_lookup(const void *symbol, CUdeviceptr *ptr, size_t *size) {
   *ptr = 0;
   *size = 0;
-  struct cudaev_var *v = symbol == NULL ? NULL : map_get(&vars_map, symbol);
+  struct cudaev__var *v = symbol == NULL ? NULL : map_get(&vars_map, symbol);
   if (v == NULL) {
     cudaError_t e = cudaev__init();
     return e != cudaSuccess ? e : cudaErrorInvalidSymbol;
   }
-  if (v->kind == CUDAEV_VAR_HOST) {
+  if (v->kind == CUDAEV__VAR_HOST) {
     /* A host variable the device reaches through unified memory. */
     *ptr = (CUdeviceptr)(uintptr_t)v->host;
     *size = v->size;
@@ -300,8 +300,9 @@ cudaError_t cudaev__symbol_lookup(const void *symbol, CUdeviceptr *ptr, size_t *
   if (e != cudaSuccess) return e == cudaErrorInvalidDeviceFunction ? cudaErrorInvalidSymbol : e;
   CUdeviceptr p = 0;
   size_t n = 0;
-  CUresult r = v->kind == CUDAEV_VAR_MANAGED ? cudaev__drv.cuLibraryGetManaged(&p, &n, lib, v->name)
-                                             : cudaev__drv.cuLibraryGetGlobal(&p, &n, lib, v->name);
+  CUresult r = v->kind == CUDAEV__VAR_MANAGED
+                   ? cudaev__drv.cuLibraryGetManaged(&p, &n, lib, v->name)
+                   : cudaev__drv.cuLibraryGetGlobal(&p, &n, lib, v->name);
   if (r == CUDA_ERROR_NOT_FOUND) return cudaErrorInvalidSymbol;
   if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
   *ptr = p;
@@ -311,7 +312,7 @@ cudaError_t cudaev__symbol_lookup(const void *symbol, CUdeviceptr *ptr, size_t *
 
 bool cudaev__kernel_adopt(CUkernel k, CUlibrary lib) {
   if (map_get(&funcs_map, k) != NULL) return false;
-  struct cudaev_kfunc *f = calloc(1, sizeof *f);
+  struct cudaev__kfunc *f = calloc(1, sizeof *f);
   if (f == NULL) return true;
   f->magic = CUDAEV_KFUNC_MAGIC;
   atomic_init(&f->kernel, k);
@@ -331,7 +332,7 @@ void cudaev__library_forget(CUlibrary lib) {
   pthread_mutex_lock(&reg_lock);
   struct table *t = atomic_load_explicit(&funcs_map.t, memory_order_relaxed);
   for (size_t i = 0; t != NULL && i <= t->mask; i++) {
-    struct cudaev_kfunc *f = atomic_load_explicit(&t->slots[i].val, memory_order_relaxed);
+    struct cudaev__kfunc *f = atomic_load_explicit(&t->slots[i].val, memory_order_relaxed);
     if (f != NULL && f->fb == NULL && f->lib == lib)
       atomic_store_explicit(&t->slots[i].val, NULL, memory_order_release);
   }
@@ -340,8 +341,8 @@ void cudaev__library_forget(CUlibrary lib) {
 
 /* ---- registration ----------------------------------------------------------- */
 
-struct cudaev_fatbin *cudaev__fatbin_new(const void *image) {
-  struct cudaev_fatbin *fb = calloc(1, sizeof *fb);
+struct cudaev__fatbin *cudaev__fatbin_new(const void *image) {
+  struct cudaev__fatbin *fb = calloc(1, sizeof *fb);
   if (fb == NULL) return NULL;
   fb->magic = CUDAEV_FATBIN_MAGIC;
   fb->image = image;
@@ -351,19 +352,19 @@ struct cudaev_fatbin *cudaev__fatbin_new(const void *image) {
 /* Nothing is unloaded when nothing was loaded (a program that never used
  * CUDA never loads the driver), nor at exit (see watch_exit); results are
  * ignored. */
-void cudaev__fatbin_unregister(struct cudaev_fatbin *fb) {
+void cudaev__fatbin_unregister(struct cudaev__fatbin *fb) {
   if (!cudaev__fatbin_valid(fb) || atomic_exchange(&fb->dead, true)) return;
   pthread_mutex_lock(&reg_lock);
-  for (struct cudaev_kfunc *f = fb->funcs; f != NULL; f = f->next) {
-    struct cudaev_kfunc *head = map_get(&funcs_map, f->stub);
+  for (struct cudaev__kfunc *f = fb->funcs; f != NULL; f = f->next) {
+    struct cudaev__kfunc *head = map_get(&funcs_map, f->stub);
     if (head == f) {
       /* Another translation unit's registration of the same kernel, if any,
        * takes over. */
-      struct cudaev_kfunc *d = f->dup;
+      struct cudaev__kfunc *d = f->dup;
       while (d != NULL && atomic_load(&d->fb->dead)) d = d->dup;
       map_set_existing(&funcs_map, f->stub, d);
     } else {
-      for (struct cudaev_kfunc *p = head; p != NULL; p = p->dup)
+      for (struct cudaev__kfunc *p = head; p != NULL; p = p->dup)
         if (p->dup == f) {
           p->dup = f->dup;
           break;
@@ -372,9 +373,9 @@ void cudaev__fatbin_unregister(struct cudaev_fatbin *fb) {
     CUkernel k = atomic_load(&f->kernel);
     if (k != NULL && map_get(&funcs_map, k) == f) map_set_existing(&funcs_map, k, NULL);
   }
-  for (struct cudaev_var *v = fb->vars; v != NULL; v = v->next) {
+  for (struct cudaev__var *v = fb->vars; v != NULL; v = v->next) {
     if (map_get(&vars_map, v->host) == v) map_set_existing(&vars_map, v->host, NULL);
-    if (v->kind == CUDAEV_VAR_MANAGED && v->shadow != NULL && *v->shadow != NULL &&
+    if (v->kind == CUDAEV__VAR_MANAGED && v->shadow != NULL && *v->shadow != NULL &&
         map_get(&vars_map, *v->shadow) == v)
       map_set_existing(&vars_map, *v->shadow, NULL);
   }
@@ -385,16 +386,16 @@ void cudaev__fatbin_unregister(struct cudaev_fatbin *fb) {
   if (lib != NULL && !atomic_load(&exiting)) cudaev__drv.cuLibraryUnload(lib);
 }
 
-void cudaev__fatbin_add_kernel(struct cudaev_fatbin *fb, const void *stub, const char *name) {
+void cudaev__fatbin_add_kernel(struct cudaev__fatbin *fb, const void *stub, const char *name) {
   if (!cudaev__fatbin_valid(fb) || stub == NULL || name == NULL) return;
-  struct cudaev_kfunc *f = calloc(1, sizeof *f);
+  struct cudaev__kfunc *f = calloc(1, sizeof *f);
   if (f == NULL) return;
   f->magic = CUDAEV_KFUNC_MAGIC;
   f->stub = stub;
   f->name = name;
   f->fb = fb;
   pthread_mutex_lock(&reg_lock);
-  struct cudaev_kfunc *head = map_get(&funcs_map, stub);
+  struct cudaev__kfunc *head = map_get(&funcs_map, stub);
   bool err = false;
   if (head == NULL) {
     err = map_put(&funcs_map, stub, f);
@@ -402,7 +403,7 @@ void cudaev__fatbin_add_kernel(struct cudaev_fatbin *fb, const void *stub, const
     /* The same kernel from another translation unit (a template, an inline
      * function): the first registration stays in use, the others wait in
      * line in case its fat binary goes away first. */
-    struct cudaev_kfunc *p = head;
+    struct cudaev__kfunc *p = head;
     while (p->dup != NULL) p = p->dup;
     p->dup = f;
   }
@@ -413,10 +414,10 @@ void cudaev__fatbin_add_kernel(struct cudaev_fatbin *fb, const void *stub, const
   pthread_mutex_unlock(&reg_lock);
 }
 
-void cudaev__fatbin_add_var(struct cudaev_fatbin *fb, const void *host, const char *name,
-                            size_t size, enum cudaev_var_kind kind, void **shadow) {
+void cudaev__fatbin_add_var(struct cudaev__fatbin *fb, const void *host, const char *name,
+                            size_t size, enum cudaev__var_kind kind, void **shadow) {
   if (!cudaev__fatbin_valid(fb) || host == NULL || name == NULL) return;
-  struct cudaev_var *v = calloc(1, sizeof *v);
+  struct cudaev__var *v = calloc(1, sizeof *v);
   if (v == NULL) return;
   v->host = host;
   v->name = name;
@@ -433,7 +434,7 @@ void cudaev__fatbin_add_var(struct cudaev_fatbin *fb, const void *host, const ch
   pthread_mutex_unlock(&reg_lock);
 }
 
-void cudaev__fatbin_set_unified_table(struct cudaev_fatbin *fb, void *functionTable,
+void cudaev__fatbin_set_unified_table(struct cudaev__fatbin *fb, void *functionTable,
                                       size_t functionWindowSize, void *dataTable,
                                       size_t dataWindowSize) {
   if (!cudaev__fatbin_valid(fb)) return;

@@ -253,7 +253,7 @@ cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void *devPtr, siz
  * cudaLaunchHostFunc's functions. */
 void CUDA_CB cudaev__stream_callback_trampoline(CUstream s, CUresult status, void *rec) {
   (void)s;
-  struct cudaev_stream_callback r = *(struct cudaev_stream_callback *)rec;
+  struct cudaev__stream_callback r = *(struct cudaev__stream_callback *)rec;
   free(rec);
   r.fn(r.stream, cudaev__error_from_cu(status), r.user);
 }
@@ -266,7 +266,7 @@ static cudaError_t add_callback_impl(cudaStream_t s, cudaStreamCallback_t cb, vo
   CUDAEV_CTX_OR_RETURN();
   CUDAEV_LIVE_OR_RETURN(s);
   if (cb == NULL || flags != 0) return cudaev__ret(cudaErrorInvalidValue);
-  struct cudaev_stream_callback *rec = malloc(sizeof *rec);
+  struct cudaev__stream_callback *rec = malloc(sizeof *rec);
   if (rec == NULL) return cudaev__ret(cudaErrorMemoryAllocation);
   rec->fn = cb;
   rec->user = user;

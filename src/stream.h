@@ -24,7 +24,7 @@ bool cudaev__attr_value_from_cu(cudaLaunchAttributeID id, const CUlaunchAttribut
  * its argument and the stream as the user named it. Owned by the driver
  * callback once enqueued; cudaev__stream_callback_trampoline frees it after
  * calling the user's function. */
-struct cudaev_stream_callback {
+struct cudaev__stream_callback {
   cudaStreamCallback_t fn;
   void *user;
   cudaStream_t stream;

@@ -317,7 +317,7 @@ Test(register_, many_translation_units) {
   }
   for (int i = 0; i < FATBINS; i++)
     for (int j = 0; j < PER; j++) {
-      struct cudaev_kfunc *f = cudaev__kfunc_find(&stubs[i][j]);
+      struct cudaev__kfunc *f = cudaev__kfunc_find(&stubs[i][j]);
       cr_assert_not_null(f);
       cr_assert_str_eq(f->name, names[i][j]);
     }
@@ -504,7 +504,7 @@ static void *conc_reader(void *arg) {
   (void)arg;
   while (!atomic_load(&conc_done)) {
     if (cudaev__kfunc_find(&stub_k1) == NULL) atomic_fetch_add(&conc_misses, 1);
-    struct cudaev_kfunc *f = cudaev__kfunc_find(&stub_k2);
+    struct cudaev__kfunc *f = cudaev__kfunc_find(&stub_k2);
     if (f == NULL || f->magic != CUDAEV_KFUNC_MAGIC) atomic_fetch_add(&conc_misses, 1);
   }
   return NULL;

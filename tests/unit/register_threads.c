@@ -26,7 +26,7 @@ static atomic_int misses;
 static void *reader(void *arg) {
   (void)arg;
   while (!atomic_load(&done)) {
-    struct cudaev_kfunc *f = cudaev__kfunc_find(&stub);
+    struct cudaev__kfunc *f = cudaev__kfunc_find(&stub);
     if (f == NULL || f->magic != CUDAEV_KFUNC_MAGIC || strcmp(f->name, "k") != 0)
       atomic_fetch_add(&misses, 1);
   }
