@@ -40,7 +40,7 @@ cudaError_t cudaExternalMemoryGetMappedMipmappedArray(
   CUDAEV_CTX_OR_RETURN();
   if (mipmap == NULL || mipmapDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* The driver aborts the process on zero levels (so does NVIDIA's runtime,
-   * H200 2026-11-21); refuse it. */
+   * measured on an H200); refuse it. */
   if (mipmapDesc->numLevels == 0) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC d;
   memset(&d, 0, sizeof d);

@@ -243,8 +243,8 @@ cudaError_t cudaEventCreateFromEGLSync(cudaEvent_t *phEvent, EGLSyncKHR eglSync,
   CUresult r = cudaev__drv.cuEventCreateFromEGLSync((CUevent *)phEvent, eglSync, flags);
   if (r == CUDA_SUCCESS) cudaev__handle_revive(*phEvent);
   /* Where the platform has no EGL sync objects NVIDIA's runtime answers
-   * cudaErrorNotSupported and leaves the last error alone (measured, H200
-   * 2026-11-21). */
+   * cudaErrorNotSupported and leaves the last error alone (measured on an
+   * H200). */
   if (r == CUDA_ERROR_NOT_SUPPORTED) return cudaErrorNotSupported;
   return cudaev__ret_cu(r);
 }

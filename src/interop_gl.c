@@ -19,7 +19,7 @@ cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices,
   CUDAEV_INIT_OR_RETURN();
   if (pCudaDeviceCount == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* NVIDIA's runtime checks the list before asking the driver (measured:
-   * cudaErrorInvalidValue for 9 with no GL context, H200 2026-11-21). */
+   * cudaErrorInvalidValue for 9 with no GL context, on an H200). */
   if (deviceList != cudaGLDeviceListAll && deviceList != cudaGLDeviceListCurrentFrame &&
       deviceList != cudaGLDeviceListNextFrame)
     return cudaev__ret(cudaErrorInvalidValue);

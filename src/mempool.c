@@ -56,7 +56,7 @@ static inline cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_
   if (ptr == NULL) return cudaev__ret(cudaErrorInvalidValue);
   if (pool == NULL) {
     /* NVIDIA's runtime clears the output first (measured: a pointer
-     * passed in was NULL after the refused call, H200 2026-11-21). */
+     * passed in was NULL after the refused call, on an H200). */
     *ptr = NULL;
     return cudaev__ret(cudaErrorInvalidValue);
   }
