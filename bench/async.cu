@@ -1,5 +1,5 @@
 /* NVIDIA's ways to learn that GPU work finished, the references for the
- * event loop's targets (issue 6). Latency = host clock from just before the
+ * event loop's targets. Latency = host clock from just before the
  * launch of an empty kernel until the host knows it completed.
  *
  * spin_sync_latency_us         launch + cudaStreamSynchronize (default

@@ -1,4 +1,4 @@
-/* Copy bandwidth, 256 MiB, on random data (issue 5). Device time from
+/* Copy bandwidth, 256 MiB, on random data. Device time from
  * events around each copy; GB/s = 1e9 bytes/s.
  *
  * bw_h2d_pinned_gbps    cudaMemcpyAsync pinned host -> device

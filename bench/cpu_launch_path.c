@@ -10,7 +10,7 @@
  *
  *   build/bench/cpu-launch-path
  */
-#include "internal.h"
+#include "nvcc_abi.h"
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -55,13 +55,6 @@ static CUresult f_launch(CUfunction f, unsigned a, unsigned b, unsigned c, unsig
   n++;
   return 0;
 }
-unsigned __cudaPushCallConfiguration(dim3, dim3, size_t, struct CUstream_st *);
-cudaError_t __cudaPopCallConfiguration(dim3 *, dim3 *, size_t *, void *);
-cudaError_t __cudaGetKernel(cudaKernel_t *, const void *);
-cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void **, size_t, cudaStream_t);
-void **__cudaRegisterFatBinary(void *);
-void __cudaRegisterFunction(void **, const char *, char *, const char *, int, uint3 *, uint3 *,
-                            dim3 *, dim3 *, int *);
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

@@ -5,7 +5,7 @@
  *
  * The stand-in: streams are queues of markers (word writes, event records)
  * that run only when the program says so ("the GPU passed them");
- * cuEventQuery busy-waits what the H200's took (bench/RESULTS.md, 2026-11-21:
+ * cuEventQuery busy-waits what the H200's took (bench/RESULTS.md:
  * 1.75 us for a passed event, ~0.1 us for one not yet passed; both
  * settable: CPU_LOOP_COST_QUERY_NS="passed,not_passed").
  *
@@ -199,9 +199,10 @@ int main(void) {
   cudaev_future_t **promises = malloc(NMAX * sizeof *promises);
   double c1 = cost(MEASURED, promises);
   double c100 = cost(NMAX, promises);
-  printf("cost per completion: 1k pending %.3f us, 100k pending %.3f us, ratio %.2f "
-         "(event query %lu / %lu ns)\n",
-         c1, c100, c100 / c1, q_passed_ns, q_pending_ns);
+  printf(
+      "cost per completion: 1k pending %.3f us, 100k pending %.3f us, ratio %.2f "
+      "(event query %lu / %lu ns)\n",
+      c1, c100, c100 / c1, q_passed_ns, q_pending_ns);
   free(promises);
   return 0;
 }

@@ -1,4 +1,4 @@
-/* Enqueue costs of stream operations (issue 5). One sample = host time of a
+/* Enqueue costs of stream operations. One sample = host time of a
  * batch of 100 calls / 100; the stream is drained between batches (not
  * timed), so the queue never fills and the samples measure the call itself.
  *

@@ -1,4 +1,4 @@
-/* Launch and synchronisation costs (issues 4 and 5).
+/* Launch and synchronisation costs.
  *
  * launch_enqueue_us           100,000 empty <<<1,1>>> launches back to back on a
  *                             non-blocking stream; one sample = host time of a

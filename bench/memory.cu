@@ -1,4 +1,4 @@
-/* Allocation costs (issue 5). Each sample is one call (or one pair).
+/* Allocation costs. Each sample is one call (or one pair).
  *
  * malloc_1mib_us              cudaMalloc 1 MiB
  * free_1mib_us                cudaFree of it

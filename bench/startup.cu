@@ -1,4 +1,4 @@
-/* Time from process start to the first kernel completed (issue 4).
+/* Time from process start to the first kernel completed.
  *
  * startup_first_kernel_ms  the parent (which never touches CUDA) reads the
  *                          clock, forks and execs this binary afresh; the

@@ -4,7 +4,7 @@
 #include "internal.h"
 
 #include "array.h"
-#include "stream.h"
+#include "handle.h"
 
 #include <string.h>
 
@@ -234,18 +234,8 @@ cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent
   (cudaArraySurfaceLoadStore | cudaArrayTextureGather | cudaArraySparse | cudaArrayDeferredMapping)
 #define ARRAY_3D_FLAGS (ARRAY_2D_FLAGS | cudaArrayLayered | cudaArrayCubemap)
 
-/* The runtime's cudaArray* flags have the driver's CUDA_ARRAY3D_* values. */
-_Static_assert(cudaArrayLayered == CUDA_ARRAY3D_LAYERED, "flag");
-_Static_assert(cudaArraySurfaceLoadStore == CUDA_ARRAY3D_SURFACE_LDST, "flag");
-_Static_assert(cudaArrayCubemap == CUDA_ARRAY3D_CUBEMAP, "flag");
-_Static_assert(cudaArrayTextureGather == CUDA_ARRAY3D_TEXTURE_GATHER, "flag");
-_Static_assert(cudaArraySparse == CUDA_ARRAY3D_SPARSE, "flag");
-_Static_assert(cudaArrayDeferredMapping == CUDA_ARRAY3D_DEFERRED_MAPPING, "flag");
-_Static_assert(sizeof(struct cudaArraySparseProperties) == sizeof(CUDA_ARRAY_SPARSE_PROPERTIES),
-               "layout");
-_Static_assert(sizeof(struct cudaArrayMemoryRequirements) == sizeof(CUDA_ARRAY_MEMORY_REQUIREMENTS),
-               "layout");
-
+/* The runtime's cudaArray* flags have the driver's CUDA_ARRAY3D_* values
+ * (abi_asserts.c), so they are passed on as they are. */
 static cudaError_t array_desc(CUDA_ARRAY3D_DESCRIPTOR *ad, const struct cudaChannelFormatDesc *desc,
                               struct cudaExtent extent, unsigned flags, unsigned allowed) {
   if (desc == NULL || (flags & ~allowed) != 0) return cudaErrorInvalidValue;
@@ -305,7 +295,7 @@ cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
   return cudaSuccess;
 }
 
-/* A freed array is remembered (src/stream.h's table of destroyed
+/* A freed array is remembered (src/handle.h, the table of destroyed
  * handles): the driver's copies crash on one (NVIDIA's runtime with them),
  * ours refuse it with cudaErrorInvalidResourceHandle. */
 cudaError_t cudaFreeArray(cudaArray_t array) {

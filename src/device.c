@@ -2,7 +2,7 @@
  * limits, cache configuration, PCI ids, IPC handles, memory pools of a
  * device, P2P attributes. */
 #include "internal.h"
-#include "stream.h"
+#include "handle.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -150,7 +150,7 @@ cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int fl
 cudaError_t cudaDeviceReset(void) {
   CUDAEV_INIT_OR_RETURN();
   int d = cudaev__current_device();
-  struct cudaev_device *dev = &cudaev__rt.devices[d];
+  struct cudaev__device *dev = &cudaev__rt.devices[d];
   CUcontext primary = atomic_exchange(&dev->primary, NULL);
   CUresult r = cudaev__drv.cuDevicePrimaryCtxReset(dev->dev);
   if (primary != NULL) cudaev__drv.cuDevicePrimaryCtxRelease(dev->dev);

@@ -7,19 +7,15 @@
  * (CUDA_ERROR_INVALID_HANDLE = cudaErrorInvalidResourceHandle,
  * CUDA_ERROR_NOT_READY = cudaErrorNotReady). Destroyed events (and
  * streams) crash the driver: those destroyed through this runtime are
- * refused with cudaErrorInvalidResourceHandle before it (stream.h). The
+ * refused with cudaErrorInvalidResourceHandle before it (handle.h). The
  * IPC event handles live in the device section (cudaIpcGetEventHandle /
  * cudaIpcOpenEventHandle).
  */
 #include "internal.h"
 
-#include "stream.h"
+#include "handle.h"
 
-_Static_assert(cudaEventBlockingSync == CU_EVENT_BLOCKING_SYNC, "event flags");
-_Static_assert(cudaEventDisableTiming == CU_EVENT_DISABLE_TIMING, "event flags");
-_Static_assert(cudaEventInterprocess == CU_EVENT_INTERPROCESS, "event flags");
-_Static_assert(cudaEventRecordExternal == CU_EVENT_RECORD_EXTERNAL, "record flags");
-
+/* The flags are the driver's (abi_asserts.c) and are passed on as they are. */
 #define EVENT_FLAGS_VALID (cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess)
 
 /* The new event may have the address of a stream or event destroyed
@@ -89,7 +85,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return cudaev__ret_cu(cudaev__drv.cuEventSynchronize((CUevent)event));
 }
 
-/* Buried before the driver frees it (stream.h says why); a second destroy
+/* Buried before the driver frees it (handle.h says why); a second destroy
  * is refused instead of reaching the driver. */
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   CUDAEV_CTX_OR_RETURN();

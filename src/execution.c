@@ -1,111 +1,10 @@
 /* Execution Control: kernel launches and kernel attributes.
  *
- * The launch path is the hottest code in the library. A launch finds the
- * kernel's record (no lookup at all from nvcc's <<<>>>, whose handle is
- * the record; one lock-free hash probe from cudaLaunchKernel), reads its
- * CUkernel and hands that straight to cuLaunchKernel, which accepts a
- * context-less CUkernel cast to CUfunction and runs it in the stream's
- * context (or the current one). No lock, no allocation, one driver call.
- * Only when the driver refuses does the slow path make a context current
- * and retry, or work out which error NVIDIA's runtime would report. */
+ * The launch fast path is shared with nvcc's __cudaLaunchKernel
+ * (src/nvcc_abi.c) and lives in launch.h, which says what a launch costs;
+ * its slow path is here. */
+#include "launch.h"
 #include "register.h"
-
-#include <stddef.h>
-
-/* ---- cudaLaunchAttribute is CUlaunchAttribute ------------------------------ */
-
-#define SAME_VALUE(a, b) _Static_assert((int)(a) == (int)(b), #a " != " #b)
-#define SAME_MEMBER(m, cm)                                                                         \
-  _Static_assert(                                                                                  \
-      offsetof(cudaLaunchAttributeValue, m) == offsetof(CUlaunchAttributeValue, cm) &&             \
-          sizeof(((cudaLaunchAttributeValue *)0)->m) == sizeof(((CUlaunchAttributeValue *)0)->cm), \
-      "launch attribute member " #m)
-
-_Static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "launch attribute size");
-_Static_assert(offsetof(cudaLaunchAttribute, val) == offsetof(CUlaunchAttribute, value),
-               "launch attribute value offset");
-_Static_assert(sizeof(cudaLaunchAttributeID) == sizeof(CUlaunchAttributeID), "attribute id size");
-SAME_VALUE(cudaLaunchAttributeIgnore, CU_LAUNCH_ATTRIBUTE_IGNORE);
-SAME_VALUE(cudaLaunchAttributeAccessPolicyWindow, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
-SAME_VALUE(cudaLaunchAttributeCooperative, CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
-SAME_VALUE(cudaLaunchAttributeSynchronizationPolicy, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY);
-SAME_VALUE(cudaLaunchAttributeClusterDimension, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
-SAME_VALUE(cudaLaunchAttributeClusterSchedulingPolicyPreference,
-           CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE);
-SAME_VALUE(cudaLaunchAttributeProgrammaticStreamSerialization,
-           CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
-SAME_VALUE(cudaLaunchAttributeProgrammaticEvent, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT);
-SAME_VALUE(cudaLaunchAttributePriority, CU_LAUNCH_ATTRIBUTE_PRIORITY);
-SAME_VALUE(cudaLaunchAttributeMemSyncDomainMap, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP);
-SAME_VALUE(cudaLaunchAttributeMemSyncDomain, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN);
-SAME_VALUE(cudaLaunchAttributePreferredClusterDimension,
-           CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION);
-SAME_VALUE(cudaLaunchAttributeLaunchCompletionEvent, CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT);
-SAME_VALUE(cudaLaunchAttributeDeviceUpdatableKernelNode,
-           CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE);
-SAME_VALUE(cudaLaunchAttributePreferredSharedMemoryCarveout,
-           CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
-SAME_VALUE(cudaLaunchAttributeNvlinkUtilCentricScheduling,
-           CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING);
-SAME_MEMBER(accessPolicyWindow, accessPolicyWindow);
-SAME_MEMBER(accessPolicyWindow.base_ptr, accessPolicyWindow.base_ptr);
-SAME_MEMBER(accessPolicyWindow.num_bytes, accessPolicyWindow.num_bytes);
-SAME_MEMBER(accessPolicyWindow.hitRatio, accessPolicyWindow.hitRatio);
-SAME_MEMBER(accessPolicyWindow.hitProp, accessPolicyWindow.hitProp);
-SAME_MEMBER(accessPolicyWindow.missProp, accessPolicyWindow.missProp);
-SAME_VALUE(cudaAccessPropertyNormal, CU_ACCESS_PROPERTY_NORMAL);
-SAME_VALUE(cudaAccessPropertyStreaming, CU_ACCESS_PROPERTY_STREAMING);
-SAME_VALUE(cudaAccessPropertyPersisting, CU_ACCESS_PROPERTY_PERSISTING);
-SAME_MEMBER(cooperative, cooperative);
-SAME_MEMBER(syncPolicy, syncPolicy);
-SAME_VALUE(cudaSyncPolicyAuto, CU_SYNC_POLICY_AUTO);
-SAME_VALUE(cudaSyncPolicySpin, CU_SYNC_POLICY_SPIN);
-SAME_VALUE(cudaSyncPolicyYield, CU_SYNC_POLICY_YIELD);
-SAME_VALUE(cudaSyncPolicyBlockingSync, CU_SYNC_POLICY_BLOCKING_SYNC);
-SAME_MEMBER(clusterDim, clusterDim);
-SAME_MEMBER(clusterSchedulingPolicyPreference, clusterSchedulingPolicyPreference);
-SAME_VALUE(cudaClusterSchedulingPolicyDefault, CU_CLUSTER_SCHEDULING_POLICY_DEFAULT);
-SAME_VALUE(cudaClusterSchedulingPolicySpread, CU_CLUSTER_SCHEDULING_POLICY_SPREAD);
-SAME_VALUE(cudaClusterSchedulingPolicyLoadBalancing, CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING);
-SAME_MEMBER(programmaticStreamSerializationAllowed, programmaticStreamSerializationAllowed);
-SAME_MEMBER(programmaticEvent, programmaticEvent);
-SAME_MEMBER(programmaticEvent.event, programmaticEvent.event);
-SAME_MEMBER(programmaticEvent.flags, programmaticEvent.flags);
-SAME_MEMBER(programmaticEvent.triggerAtBlockStart, programmaticEvent.triggerAtBlockStart);
-SAME_MEMBER(priority, priority);
-SAME_MEMBER(memSyncDomainMap, memSyncDomainMap);
-SAME_MEMBER(memSyncDomainMap.default_, memSyncDomainMap.default_);
-SAME_MEMBER(memSyncDomainMap.remote, memSyncDomainMap.remote);
-SAME_MEMBER(memSyncDomain, memSyncDomain);
-SAME_VALUE(cudaLaunchMemSyncDomainDefault, CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT);
-SAME_VALUE(cudaLaunchMemSyncDomainRemote, CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE);
-SAME_MEMBER(preferredClusterDim, preferredClusterDim);
-SAME_MEMBER(launchCompletionEvent, launchCompletionEvent);
-SAME_MEMBER(launchCompletionEvent.event, launchCompletionEvent.event);
-SAME_MEMBER(launchCompletionEvent.flags, launchCompletionEvent.flags);
-SAME_MEMBER(deviceUpdatableKernelNode, deviceUpdatableKernelNode);
-SAME_MEMBER(deviceUpdatableKernelNode.deviceUpdatable, deviceUpdatableKernelNode.deviceUpdatable);
-SAME_MEMBER(deviceUpdatableKernelNode.devNode, deviceUpdatableKernelNode.devNode);
-SAME_MEMBER(sharedMemCarveout, sharedMemCarveout);
-SAME_MEMBER(nvlinkUtilCentricScheduling, nvlinkUtilCentricScheduling);
-/* cudaFuncAttribute and cudaFuncCache are the driver's enums. */
-SAME_VALUE(cudaFuncAttributeMaxDynamicSharedMemorySize,
-           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
-SAME_VALUE(cudaFuncAttributePreferredSharedMemoryCarveout,
-           CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
-SAME_VALUE(cudaFuncAttributeClusterDimMustBeSet, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET);
-SAME_VALUE(cudaFuncAttributeRequiredClusterWidth, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH);
-SAME_VALUE(cudaFuncAttributeRequiredClusterHeight, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT);
-SAME_VALUE(cudaFuncAttributeRequiredClusterDepth, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH);
-SAME_VALUE(cudaFuncAttributeNonPortableClusterSizeAllowed,
-           CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED);
-SAME_VALUE(cudaFuncAttributeClusterSchedulingPolicyPreference,
-           CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE);
-SAME_VALUE(cudaFuncAttributeMax, CU_FUNC_ATTRIBUTE_MAX);
-SAME_VALUE(cudaFuncCachePreferNone, CU_FUNC_CACHE_PREFER_NONE);
-SAME_VALUE(cudaFuncCachePreferShared, CU_FUNC_CACHE_PREFER_SHARED);
-SAME_VALUE(cudaFuncCachePreferL1, CU_FUNC_CACHE_PREFER_L1);
-SAME_VALUE(cudaFuncCachePreferEqual, CU_FUNC_CACHE_PREFER_EQUAL);
 
 /* ---- launch ---------------------------------------------------------------- */
 
@@ -113,44 +12,11 @@ CUDAEV_DECLARE_VARIANT(cudaLaunchKernel, _ptsz);
 CUDAEV_DECLARE_VARIANT(cudaLaunchKernelExC, _ptsz);
 CUDAEV_DECLARE_VARIANT(cudaLaunchCooperativeKernel, _ptsz);
 
-/* Called by nvcc's <<<>>> code (crt/device_functions.h) with the handle
- * __cudaGetKernel wrote. */
-CUDAEV_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                                             void **args, size_t sharedMem, cudaStream_t stream);
-CUDAEV_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                                                  void **args, size_t sharedMem,
-                                                  cudaStream_t stream);
-
-enum launch_kind { LAUNCH_PLAIN, LAUNCH_COOPERATIVE };
-
-/* Launch configuration errors. NVIDIA's runtime (CUDA 13) does not check
- * the grid and block dimensions itself: a zero dimension, a block over
- * 1024 threads or over a device's per-axis limit, a grid over its limits
- * all come back from the driver as CUDA_ERROR_INVALID_VALUE and are
- * reported as cudaErrorInvalidValue (not cudaErrorInvalidConfiguration),
- * after the function was found (an unknown function's error wins). So we
- * check nothing either and pass the driver's verdict on. The one thing the
- * driver cannot see is a dynamic shared memory size over its 32 bits,
- * which we refuse as cudaErrorInvalidValue (the driver's answer for any
- * size too large). */
-
-static inline __attribute__((always_inline)) CUresult drv_launch(enum launch_kind kind, CUkernel k,
-                                                                 dim3 g, dim3 b, void **args,
-                                                                 size_t smem, CUstream s) {
-  if (kind == LAUNCH_COOPERATIVE)
-    return cudaev__drv.cuLaunchCooperativeKernel((CUfunction)k, g.x, g.y, g.z, b.x, b.y, b.z,
-                                                 (unsigned)smem, s, args);
-  return cudaev__drv.cuLaunchKernel((CUfunction)k, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)smem, s,
-                                    args, NULL);
-}
-
-/* Everything but the first successful try: a NULL or unknown function, a
- * kernel not loaded yet, a context to make current, an error to record.
- * `f` is func's record (NULL when the registry does not know it); `k` its
- * CUkernel if the fast path had one (then `r` is what the driver said). */
-static __attribute__((noinline, cold)) cudaError_t launch_slow(
-    enum launch_kind kind, const void *func, struct cudaev_kfunc *f, CUkernel k, CUresult r, dim3 g,
-    dim3 b, void **args, size_t smem, CUstream s) {
+/* Reached from cudaev__launch (launch.h) only when something is missing or
+ * failed. */
+cudaError_t cudaev__launch_slow(enum cudaev__launch_kind kind, const void *func,
+                                struct cudaev__kfunc *f, CUkernel k, CUresult r, dim3 g, dim3 b,
+                                void **args, size_t smem, CUstream s) {
   if (k == NULL) {
     /* Unknown pointers go through cudaev__kernel_lookup's rules (NULL ->
      * invalid device function; anything else is validated by the driver as
@@ -158,93 +24,40 @@ static __attribute__((noinline, cold)) cudaError_t launch_slow(
     cudaError_t e = f != NULL ? cudaev__kfunc_kernel(f, &k) : cudaev__kernel_lookup(func, &k);
     if (e != cudaSuccess) return cudaev__ret(e);
     if (smem > 0xffffffffu) return cudaev__ret(cudaErrorInvalidValue);
-    r = drv_launch(kind, k, g, b, args, smem, s);
+    r = cudaev__launch_drv(kind, k, g, b, args, smem, s);
   }
   if (r == CUDA_ERROR_INVALID_CONTEXT) {
     /* No context current yet: make the device's primary context current,
      * as every runtime call does, and try again. */
     cudaError_t c = cudaev__ctx();
     if (c != cudaSuccess) return cudaev__ret(c);
-    r = drv_launch(kind, k, g, b, args, smem, s);
+    r = cudaev__launch_drv(kind, k, g, b, args, smem, s);
   }
   return cudaev__ret_cu(r);
 }
 
-/* The launch fast path. Per launch, in the common case (a kernel launched
- * before, from a thread with a current context):
- *   - finding the record: none for <<<>>> (the handle is the record: one
- *     load to compare its magic), one lock-free hash probe for
- *     cudaLaunchKernel (hash of the pointer, usually one slot read);
- *   - one load of the record's CUkernel (a plain load on x86-64/aarch64);
- *   - one compare of the shared memory size against 32 bits;
- *   - the stream handed over as it is (a NULL test for the _ptsz variants);
- *   - one indirect call: cuLaunchKernel with the context-independent
- *     CUkernel, which the driver runs in the stream's (or the current)
- *     context and validates (dimensions, shared memory, arguments).
- * No driver call besides the launch (no cuCtxGetCurrent: the driver knows
- * the context), no TLS access (the last error is written only on failure),
- * no atomic read-modify-write, no lock, no allocation. Everything else is in
- * launch_slow, reached only when something is missing or failed. Forced
- * inline so each export is one straight function. */
-static inline __attribute__((always_inline)) cudaError_t launch(
-    enum launch_kind kind, const void *func, struct cudaev_kfunc *f, dim3 g, dim3 b, void **args,
-    size_t smem, cudaStream_t stream, bool per_thread) {
-  CUstream s = cudaev__stream(stream, per_thread);
-  CUkernel k = NULL;
-  if (CUDAEV_LIKELY(f != NULL)) k = atomic_load_explicit(&f->kernel, memory_order_acquire);
-  if (CUDAEV_UNLIKELY(k == NULL || smem > 0xffffffffu))
-    return launch_slow(kind, func, f, NULL, CUDA_SUCCESS, g, b, args, smem, s);
-  CUresult r = drv_launch(kind, k, g, b, args, smem, s);
-  if (CUDAEV_LIKELY(r == CUDA_SUCCESS)) return cudaSuccess;
-  return launch_slow(kind, func, f, k, r, g, b, args, smem, s);
-}
-
-/* The record behind a handle from __cudaGetKernel: the record itself, or
- * (if __cudaGetKernel could not find one) the stub it wrote first. The
- * handle is never a user pointer: it is what __cudaGetKernel wrote (a
- * record, or a host stub, i.e. readable code), so reading its first 8
- * bytes is safe. */
-static inline __attribute__((always_inline)) struct cudaev_kfunc *handle_kfunc(
-    cudaKernel_t kernel) {
-  struct cudaev_kfunc *f = (struct cudaev_kfunc *)kernel;
-  if (CUDAEV_LIKELY(f != NULL && f->magic == CUDAEV_KFUNC_MAGIC)) return f;
-  return cudaev__kfunc_find(kernel);
-}
-
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-                               size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, kernel, handle_kfunc(kernel), gridDim, blockDim, args, sharedMem,
-                stream, false);
-}
-
-cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-                                    size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, kernel, handle_kfunc(kernel), gridDim, blockDim, args, sharedMem,
-                stream, true);
-}
-
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                              size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
-                stream, false);
+  return cudaev__launch(CUDAEV__LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim,
+                        args, sharedMem, stream, false);
 }
 
 cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                   size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim, args, sharedMem,
-                stream, true);
+  return cudaev__launch(CUDAEV__LAUNCH_PLAIN, func, cudaev__kfunc_find(func), gridDim, blockDim,
+                        args, sharedMem, stream, true);
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                         size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim, blockDim, args,
-                sharedMem, stream, false);
+  return cudaev__launch(CUDAEV__LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim,
+                        blockDim, args, sharedMem, stream, false);
 }
 
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
                                              void **args, size_t sharedMem, cudaStream_t stream) {
-  return launch(LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim, blockDim, args,
-                sharedMem, stream, true);
+  return cudaev__launch(CUDAEV__LAUNCH_COOPERATIVE, func, cudaev__kfunc_find(func), gridDim,
+                        blockDim, args, sharedMem, stream, true);
 }
 
 static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func, void **args,
@@ -277,6 +90,9 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const voi
 }
 
 /* ---- kernel attributes ------------------------------------------------------ */
+
+/* cudaFuncAttribute and cudaFuncCache are the driver's enums (abi_asserts.c):
+ * they are passed on cast. */
 
 /* The kernel behind `func` and the CUdevice of the current context (made
  * current first, as NVIDIA's runtime does for these calls). */
@@ -374,7 +190,7 @@ cudaError_t cudaFuncSetSharedMemConfig(const void *func, enum cudaSharedMemConfi
 cudaError_t cudaFuncGetName(const char **name, const void *func) {
   CUDAEV_INIT_OR_RETURN();
   if (name == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  struct cudaev_kfunc *f = cudaev__kfunc_find(func);
+  struct cudaev__kfunc *f = cudaev__kfunc_find(func);
   if (f != NULL && f->name != NULL) {
     *name = f->name;
     return cudaSuccess;

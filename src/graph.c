@@ -9,89 +9,15 @@
  * memcpy nodes use cudaMemcpy3DParms (positions and widths in elements,
  * a cudaMemcpyKind) where the driver takes CUDA_MEMCPY3D (bytes, memory
  * types), memset/memcpy/conditional nodes take the current context. The
- * other structures have the same layout in both APIs (asserted below).
+ * other structures have the same layout in both APIs (abi_asserts.c).
  */
 #include "internal.h"
 
 #include <string.h>
 
+#include "handle.h"
 #include "register.h"
 #include "stream.h"
-
-/* ---- same-ABI checks ------------------------------------------------------ */
-
-_Static_assert((int)cudaGraphNodeTypeKernel == (int)CU_GRAPH_NODE_TYPE_KERNEL, "node type");
-_Static_assert((int)cudaGraphNodeTypeMemcpy == (int)CU_GRAPH_NODE_TYPE_MEMCPY, "node type");
-_Static_assert((int)cudaGraphNodeTypeMemset == (int)CU_GRAPH_NODE_TYPE_MEMSET, "node type");
-_Static_assert((int)cudaGraphNodeTypeHost == (int)CU_GRAPH_NODE_TYPE_HOST, "node type");
-_Static_assert((int)cudaGraphNodeTypeGraph == (int)CU_GRAPH_NODE_TYPE_GRAPH, "node type");
-_Static_assert((int)cudaGraphNodeTypeEmpty == (int)CU_GRAPH_NODE_TYPE_EMPTY, "node type");
-_Static_assert((int)cudaGraphNodeTypeWaitEvent == (int)CU_GRAPH_NODE_TYPE_WAIT_EVENT, "node type");
-_Static_assert((int)cudaGraphNodeTypeEventRecord == (int)CU_GRAPH_NODE_TYPE_EVENT_RECORD,
-               "node type");
-_Static_assert((int)cudaGraphNodeTypeExtSemaphoreSignal == (int)CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL,
-               "node type");
-_Static_assert((int)cudaGraphNodeTypeExtSemaphoreWait == (int)CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT,
-               "node type");
-_Static_assert((int)cudaGraphNodeTypeMemAlloc == (int)CU_GRAPH_NODE_TYPE_MEM_ALLOC, "node type");
-_Static_assert((int)cudaGraphNodeTypeMemFree == (int)CU_GRAPH_NODE_TYPE_MEM_FREE, "node type");
-_Static_assert((int)cudaGraphNodeTypeConditional == (int)CU_GRAPH_NODE_TYPE_CONDITIONAL,
-               "node type");
-_Static_assert(sizeof(struct cudaGraphNodeParams) == sizeof(CUgraphNodeParams), "node params");
-_Static_assert(offsetof(struct cudaGraphNodeParams, kernel) == offsetof(CUgraphNodeParams, kernel),
-               "node params");
-_Static_assert(sizeof(struct cudaHostNodeParams) == sizeof(CUDA_HOST_NODE_PARAMS), "host params");
-_Static_assert(sizeof(struct cudaMemsetParams) == sizeof(CUDA_MEMSET_NODE_PARAMS), "memset params");
-_Static_assert(offsetof(struct cudaMemsetParams, height) ==
-                   offsetof(CUDA_MEMSET_NODE_PARAMS, height),
-               "memset params");
-_Static_assert(sizeof(struct cudaMemAllocNodeParams) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS),
-               "alloc params");
-_Static_assert(offsetof(struct cudaMemAllocNodeParams, dptr) ==
-                   offsetof(CUDA_MEM_ALLOC_NODE_PARAMS, dptr),
-               "alloc params");
-_Static_assert(sizeof(struct cudaMemPoolProps) == sizeof(CUmemPoolProps), "pool props");
-_Static_assert(sizeof(struct cudaMemAccessDesc) == sizeof(CUmemAccessDesc), "access desc");
-_Static_assert(sizeof(struct cudaExternalSemaphoreSignalNodeParams) ==
-                   sizeof(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS),
-               "sem");
-_Static_assert(sizeof(struct cudaExternalSemaphoreWaitNodeParams) ==
-                   sizeof(CUDA_EXT_SEM_WAIT_NODE_PARAMS),
-               "sem");
-_Static_assert(sizeof(struct cudaExternalSemaphoreSignalParams) ==
-                   sizeof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS),
-               "sem");
-_Static_assert(sizeof(struct cudaExternalSemaphoreWaitParams) ==
-                   sizeof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS),
-               "sem");
-_Static_assert(sizeof(cudaGraphInstantiateParams) == sizeof(CUDA_GRAPH_INSTANTIATE_PARAMS),
-               "inst params");
-_Static_assert(offsetof(cudaGraphInstantiateParams, result_out) ==
-                   offsetof(CUDA_GRAPH_INSTANTIATE_PARAMS, result_out),
-               "inst params");
-_Static_assert(sizeof(cudaGraphExecUpdateResultInfo) == sizeof(CUgraphExecUpdateResultInfo),
-               "update info");
-_Static_assert((int)cudaGraphExecUpdateErrorAttributesChanged ==
-                   (int)CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED,
-               "update");
-_Static_assert((int)cudaGraphInstantiateConditionalHandleUnused ==
-                   (int)CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED,
-               "inst");
-_Static_assert((int)cudaGraphInstantiateFlagUseNodePriority ==
-                   (int)CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY,
-               "inst");
-_Static_assert((int)cudaGraphDebugDotFlagsConditionalNodeParams ==
-                   (int)CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS,
-               "dot");
-_Static_assert(offsetof(struct cudaConditionalNodeParams, phGraph_out) ==
-                   offsetof(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out),
-               "conditional");
-_Static_assert(offsetof(struct cudaKernelNodeParamsV2, extra) ==
-                   offsetof(CUDA_KERNEL_NODE_PARAMS_v3, extra),
-               "kernel v2 prefix");
-_Static_assert(offsetof(struct cudaMemsetParamsV2, height) ==
-                   offsetof(CUDA_MEMSET_NODE_PARAMS_v2, height),
-               "memset v2 prefix");
 
 /* Every function makes a context current first, as NVIDIA's runtime does,
  * then leaves through the driver's result. */
@@ -103,7 +29,7 @@ _Static_assert(offsetof(struct cudaMemsetParamsV2, height) ==
 
 /* Same, for a call naming an event or stream: one destroyed through this
  * runtime is refused before the driver, which would crash on it
- * (stream.h). */
+ * (handle.h). */
 #define GRAPH_CALL_LIVE(h, expr) \
   do {                           \
     CUDAEV_CTX_OR_RETURN();      \
@@ -150,7 +76,7 @@ static cudaError_t kernel_to_cu(const struct cudaKernelNodeParams *in,
 static void kernel_from_cu(const CUDA_KERNEL_NODE_PARAMS *in, struct cudaKernelNodeParams *out) {
   const void *f = in->func != NULL ? (const void *)in->func : (const void *)in->kern;
   if (in->kern != NULL) {
-    struct cudaev_kfunc *kf = cudaev__kfunc_find((const void *)in->kern);
+    struct cudaev__kfunc *kf = cudaev__kfunc_find((const void *)in->kern);
     f = kf != NULL && kf->stub != NULL ? kf->stub : (const void *)in->kern;
   }
   out->func = (void *)f;

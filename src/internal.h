@@ -35,13 +35,13 @@
 
 /* ---- per-thread state ---------------------------------------------------- */
 
-struct cudaev_thread {
+struct cudaev__thread_state {
   cudaError_t last_error; /* what cudaGetLastError returns and clears */
   int device;             /* cudaSetDevice's choice; -1 = never set (acts as 0) */
   unsigned reset_gen;     /* cudaev__rt.reset_gen when this thread last checked its context */
 };
 
-extern _Thread_local struct cudaev_thread cudaev__thread;
+extern _Thread_local struct cudaev__thread_state cudaev__thread;
 
 /* Records e as the thread's last error and returns e: every cudaXxx
  * function leaves through this. cudaErrorNotReady is an answer, not an
@@ -67,22 +67,20 @@ bool cudaev__error_is_sticky(cudaError_t e);
 
 /* The state of the process-wide runtime: driver loaded, cuInit done, device
  * count known. */
-struct cudaev_device {
+struct cudaev__device {
   CUdevice dev;
   _Atomic(CUcontext) primary; /* retained primary context, NULL until used */
-  unsigned flags;             /* cudaSetDeviceFlags value recorded while inactive */
-  int flags_set;
 };
 
-struct cudaev_runtime {
+struct cudaev__runtime {
   atomic_int ready;       /* 1 once init ran (successfully or not) */
   atomic_uint reset_gen;  /* bumped by cudaDeviceReset: threads re-check their context */
   cudaError_t init_error; /* cudaSuccess, or why the runtime cannot run */
   int device_count;
-  struct cudaev_device *devices;
+  struct cudaev__device *devices;
 };
 
-extern struct cudaev_runtime cudaev__rt;
+extern struct cudaev__runtime cudaev__rt;
 
 cudaError_t cudaev__init_slow(void);
 

@@ -10,38 +10,8 @@
 CUDAEV_DECLARE_VARIANT(cudaSignalExternalSemaphoresAsync, _ptsz);
 CUDAEV_DECLARE_VARIANT(cudaWaitExternalSemaphoresAsync, _ptsz);
 
-/* The runtime's descriptors are the driver's, field for field; these
- * checks keep it so. */
-#define SAME_LAYOUT(rt, drv) \
-  _Static_assert(sizeof(struct rt) == sizeof(drv), #rt " differs from " #drv)
-SAME_LAYOUT(cudaExternalMemoryHandleDesc, CUDA_EXTERNAL_MEMORY_HANDLE_DESC);
-SAME_LAYOUT(cudaExternalMemoryBufferDesc, CUDA_EXTERNAL_MEMORY_BUFFER_DESC);
-SAME_LAYOUT(cudaExternalSemaphoreHandleDesc, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC);
-SAME_LAYOUT(cudaExternalSemaphoreSignalParams, CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS);
-SAME_LAYOUT(cudaExternalSemaphoreWaitParams, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS);
-_Static_assert(offsetof(struct cudaExternalMemoryHandleDesc, size) ==
-                   offsetof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size),
-               "size");
-_Static_assert(offsetof(struct cudaExternalMemoryHandleDesc, flags) ==
-                   offsetof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, flags),
-               "flags");
-_Static_assert(offsetof(struct cudaExternalSemaphoreSignalParams, flags) ==
-                   offsetof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, flags),
-               "flags");
-_Static_assert(offsetof(struct cudaExternalSemaphoreWaitParams, flags) ==
-                   offsetof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, flags),
-               "flags");
-_Static_assert((int)cudaExternalMemoryHandleTypeOpaqueFd ==
-                       (int)CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD &&
-                   (int)cudaExternalMemoryHandleTypeNvSciBuf ==
-                       (int)CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF,
-               "external memory handle types");
-_Static_assert((int)cudaExternalSemaphoreHandleTypeOpaqueFd ==
-                       (int)CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD &&
-                   (int)cudaExternalSemaphoreHandleTypeTimelineSemaphoreFd ==
-                       (int)CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
-               "external semaphore handle types");
-
+/* The runtime's descriptors are the driver's, field for field
+ * (abi_asserts.c): they are passed on cast. */
 cudaError_t cudaImportExternalMemory(cudaExternalMemory_t *extMem_out,
                                      const struct cudaExternalMemoryHandleDesc *memHandleDesc) {
   CUDAEV_CTX_OR_RETURN();
@@ -70,7 +40,7 @@ cudaError_t cudaExternalMemoryGetMappedMipmappedArray(
   CUDAEV_CTX_OR_RETURN();
   if (mipmap == NULL || mipmapDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* The driver aborts the process on zero levels (so does NVIDIA's runtime,
-   * H200 2026-11-21); refuse it. */
+   * measured on an H200); refuse it. */
   if (mipmapDesc->numLevels == 0) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC d;
   memset(&d, 0, sizeof d);

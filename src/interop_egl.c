@@ -16,7 +16,7 @@
  * are stubbed (see src/driver/driver.h).
  */
 #include "internal.h"
-#include "stream.h"
+#include "handle.h"
 
 #if defined(CUDAEV_HAVE_EGL)
 
@@ -27,25 +27,6 @@
 #include <string.h>
 
 #include "array.h"
-
-_Static_assert(CUDA_EGL_MAX_PLANES == MAX_PLANES, "planes");
-_Static_assert((int)cudaEglFrameTypeArray == (int)CU_EGL_FRAME_TYPE_ARRAY &&
-                   (int)cudaEglFrameTypePitch == (int)CU_EGL_FRAME_TYPE_PITCH,
-               "cudaEglFrameType");
-_Static_assert((int)cudaEglResourceLocationSysmem == (int)CU_EGL_RESOURCE_LOCATION_SYSMEM &&
-                   (int)cudaEglResourceLocationVidmem == (int)CU_EGL_RESOURCE_LOCATION_VIDMEM,
-               "cudaEglResourceLocationFlags");
-/* Spot checks along the colour-format enum: the runtime's is the driver's
- * with a few values (RGB, BGR, YUV_ER, YUV) left out. */
-_Static_assert((int)cudaEglColorFormatYUV420Planar == (int)CU_EGL_COLOR_FORMAT_YUV420_PLANAR &&
-                   (int)cudaEglColorFormatARGB == (int)CU_EGL_COLOR_FORMAT_ARGB &&
-                   (int)cudaEglColorFormatYUVA_ER == (int)CU_EGL_COLOR_FORMAT_YUVA_ER &&
-                   (int)cudaEglColorFormatBayer20GBRG == (int)CU_EGL_COLOR_FORMAT_BAYER20_GBRG &&
-                   (int)cudaEglColorFormatY == (int)CU_EGL_COLOR_FORMAT_Y &&
-                   (int)cudaEglColorFormatYUVA == (int)CU_EGL_COLOR_FORMAT_YUVA &&
-                   (int)cudaEglColorFormatYVYU == (int)CU_EGL_COLOR_FORMAT_YVYU &&
-                   (int)cudaEglColorFormatUYVY2020 == (int)CU_EGL_COLOR_FORMAT_UYVY_2020,
-               "cudaEglColorFormat");
 
 /* Returns cudaSuccess, cudaErrorInvalidValue (frame type) or
  * cudaErrorInvalidChannelDescriptor (first plane's channelDesc); not recorded. */
@@ -262,8 +243,8 @@ cudaError_t cudaEventCreateFromEGLSync(cudaEvent_t *phEvent, EGLSyncKHR eglSync,
   CUresult r = cudaev__drv.cuEventCreateFromEGLSync((CUevent *)phEvent, eglSync, flags);
   if (r == CUDA_SUCCESS) cudaev__handle_revive(*phEvent);
   /* Where the platform has no EGL sync objects NVIDIA's runtime answers
-   * cudaErrorNotSupported and leaves the last error alone (measured, H200
-   * 2026-11-21). */
+   * cudaErrorNotSupported and leaves the last error alone (measured on an
+   * H200). */
   if (r == CUDA_ERROR_NOT_SUPPORTED) return cudaErrorNotSupported;
   return cudaev__ret_cu(r);
 }

@@ -14,32 +14,12 @@
 #include <cuda_gl_interop.h>
 #pragma GCC visibility pop
 
-_Static_assert((int)cudaGLDeviceListAll == (int)CU_GL_DEVICE_LIST_ALL &&
-                   (int)cudaGLDeviceListCurrentFrame == (int)CU_GL_DEVICE_LIST_CURRENT_FRAME &&
-                   (int)cudaGLDeviceListNextFrame == (int)CU_GL_DEVICE_LIST_NEXT_FRAME,
-               "cudaGLDeviceList");
-_Static_assert((int)cudaGLMapFlagsNone == (int)CU_GL_MAP_RESOURCE_FLAGS_NONE &&
-                   (int)cudaGLMapFlagsReadOnly == (int)CU_GL_MAP_RESOURCE_FLAGS_READ_ONLY &&
-                   (int)cudaGLMapFlagsWriteDiscard == (int)CU_GL_MAP_RESOURCE_FLAGS_WRITE_DISCARD,
-               "cudaGLMapFlags");
-_Static_assert((int)cudaGraphicsRegisterFlagsNone == (int)CU_GRAPHICS_REGISTER_FLAGS_NONE &&
-                   (int)cudaGraphicsRegisterFlagsReadOnly ==
-                       (int)CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY &&
-                   (int)cudaGraphicsRegisterFlagsWriteDiscard ==
-                       (int)CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD &&
-                   (int)cudaGraphicsRegisterFlagsSurfaceLoadStore ==
-                       (int)CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST &&
-                   (int)cudaGraphicsRegisterFlagsTextureGather ==
-                       (int)CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER,
-               "cudaGraphicsRegisterFlags");
-_Static_assert(sizeof(CUdevice) == sizeof(int), "cudaGLGetDevices translates in place");
-
 cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices,
                              unsigned int cudaDeviceCount, enum cudaGLDeviceList deviceList) {
   CUDAEV_INIT_OR_RETURN();
   if (pCudaDeviceCount == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* NVIDIA's runtime checks the list before asking the driver (measured:
-   * cudaErrorInvalidValue for 9 with no GL context, H200 2026-11-21). */
+   * cudaErrorInvalidValue for 9 with no GL context, on an H200). */
   if (deviceList != cudaGLDeviceListAll && deviceList != cudaGLDeviceListCurrentFrame &&
       deviceList != cudaGLDeviceListNextFrame)
     return cudaev__ret(cudaErrorInvalidValue);

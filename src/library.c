@@ -3,31 +3,6 @@
  * registry (register.h) so they can be launched cast to void*. */
 #include "register.h"
 
-_Static_assert(sizeof(enum cudaJitOption) == sizeof(CUjit_option), "jit option size");
-_Static_assert(sizeof(enum cudaLibraryOption) == sizeof(CUlibraryOption), "library option size");
-_Static_assert((int)cudaJitMaxRegisters == CU_JIT_MAX_REGISTERS &&
-                   (int)cudaJitThreadsPerBlock == CU_JIT_THREADS_PER_BLOCK &&
-                   (int)cudaJitWallTime == CU_JIT_WALL_TIME &&
-                   (int)cudaJitInfoLogBuffer == CU_JIT_INFO_LOG_BUFFER &&
-                   (int)cudaJitInfoLogBufferSizeBytes == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES &&
-                   (int)cudaJitErrorLogBuffer == CU_JIT_ERROR_LOG_BUFFER &&
-                   (int)cudaJitErrorLogBufferSizeBytes == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES &&
-                   (int)cudaJitOptimizationLevel == CU_JIT_OPTIMIZATION_LEVEL &&
-                   (int)cudaJitFallbackStrategy == CU_JIT_FALLBACK_STRATEGY &&
-                   (int)cudaJitGenerateDebugInfo == CU_JIT_GENERATE_DEBUG_INFO &&
-                   (int)cudaJitLogVerbose == CU_JIT_LOG_VERBOSE &&
-                   (int)cudaJitGenerateLineInfo == CU_JIT_GENERATE_LINE_INFO &&
-                   (int)cudaJitCacheMode == CU_JIT_CACHE_MODE &&
-                   (int)cudaJitPositionIndependentCode == CU_JIT_POSITION_INDEPENDENT_CODE &&
-                   (int)cudaJitMinCtaPerSm == CU_JIT_MIN_CTA_PER_SM &&
-                   (int)cudaJitMaxThreadsPerBlock == CU_JIT_MAX_THREADS_PER_BLOCK &&
-                   (int)cudaJitOverrideDirectiveValues == CU_JIT_OVERRIDE_DIRECTIVE_VALUES,
-               "cudaJitOption is CUjit_option");
-_Static_assert((int)cudaLibraryHostUniversalFunctionAndDataTable ==
-                       CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE &&
-                   (int)cudaLibraryBinaryIsPreserved == CU_LIBRARY_BINARY_IS_PRESERVED,
-               "cudaLibraryOption is CUlibraryOption");
-
 cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code,
                                 enum cudaJitOption *jitOptions, void **jitOptionsValues,
                                 unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions,

@@ -1,8 +1,6 @@
 /* Error Log Management: the runtime forwards to the driver's log. */
 #include "internal.h"
 
-_Static_assert(sizeof(cudaLogIterator) == sizeof(CUlogIterator), "log iterator");
-
 cudaError_t cudaLogsRegisterCallback(cudaLogsCallback_t callbackFunc, void *userData,
                                      cudaLogsCallbackHandle *callback_out) {
   CUDAEV_INIT_OR_RETURN();

@@ -10,7 +10,7 @@
 #include "internal.h"
 
 #include "array.h"
-#include "stream.h"
+#include "handle.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -711,40 +711,9 @@ cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms *p, cu
 /* ---- batches ---------------------------------------------------------------- */
 
 /* The runtime's batch structures are the driver's, field for field
- * (cudaMemLocation ids are device ordinals in both, and cudart's ordinal i
- * is the driver's CUdevice i), so the lists pass through without a copy:
- * the batch is an enqueue path and must not allocate. */
-_Static_assert(sizeof(struct cudaMemcpyAttributes) == sizeof(CUmemcpyAttributes), "layout");
-_Static_assert(offsetof(struct cudaMemcpyAttributes, dstLocHint) ==
-                   offsetof(CUmemcpyAttributes, dstLocHint),
-               "layout");
-_Static_assert(offsetof(struct cudaMemcpyAttributes, flags) == offsetof(CUmemcpyAttributes, flags),
-               "layout");
-_Static_assert(sizeof(struct cudaMemcpy3DBatchOp) == sizeof(CUDA_MEMCPY3D_BATCH_OP), "layout");
-_Static_assert(offsetof(struct cudaMemcpy3DBatchOp, dst) == offsetof(CUDA_MEMCPY3D_BATCH_OP, dst),
-               "layout");
-_Static_assert(offsetof(struct cudaMemcpy3DBatchOp, extent) ==
-                   offsetof(CUDA_MEMCPY3D_BATCH_OP, extent),
-               "layout");
-_Static_assert(offsetof(struct cudaMemcpy3DBatchOp, srcAccessOrder) ==
-                   offsetof(CUDA_MEMCPY3D_BATCH_OP, srcAccessOrder),
-               "layout");
-_Static_assert(offsetof(struct cudaMemcpy3DBatchOp, flags) ==
-                   offsetof(CUDA_MEMCPY3D_BATCH_OP, flags),
-               "layout");
-_Static_assert(offsetof(struct cudaMemcpy3DOperand, op.ptr.locHint) ==
-                   offsetof(CUmemcpy3DOperand, op.ptr.locHint),
-               "layout");
-_Static_assert(offsetof(struct cudaMemcpy3DOperand, op.array.offset) ==
-                   offsetof(CUmemcpy3DOperand, op.array.offset),
-               "layout");
-_Static_assert(sizeof(struct cudaMemcpy3DOperand) == sizeof(CUmemcpy3DOperand), "layout");
-_Static_assert((int)cudaMemcpySrcAccessOrderAny == (int)CU_MEMCPY_SRC_ACCESS_ORDER_ANY, "enum");
-_Static_assert((int)cudaMemcpyOperandTypeArray == (int)CU_MEMCPY_OPERAND_TYPE_ARRAY, "enum");
-_Static_assert((int)cudaMemLocationTypeHostNumaCurrent ==
-                   (int)CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
-               "enum");
-
+ * (abi_asserts.c; cudaMemLocation ids are device ordinals in both, and
+ * cudart's ordinal i is the driver's CUdevice i), so the lists pass through
+ * without a copy: the batch is an enqueue path and must not allocate. */
 static cudaError_t batch_export(void *const *dsts, const void *const *srcs, const size_t *sizes,
                                 size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
                                 size_t numAttrs, cudaStream_t stream, bool pt) {

@@ -12,6 +12,7 @@
  * behavior" page are the driver's rules for the same calls, so nothing is
  * added around them. */
 #include "internal.h"
+#include "handle.h"
 #include "memory.h"
 
 /* ---- allocation ---------------------------------------------------------- */
@@ -370,9 +371,8 @@ cudaError_t cudaMemRangeGetAttribute(void *data, size_t dataSize,
       data, dataSize, (CUmem_range_attribute)attribute, (CUdeviceptr)devPtr, count));
 }
 
-_Static_assert(sizeof(enum cudaMemRangeAttribute) == sizeof(CUmem_range_attribute),
-               "attribute arrays are passed as they are");
-
+/* The attribute array is passed as it is (the enums are the same size,
+ * abi_asserts.c). */
 cudaError_t cudaMemRangeGetAttributes(void **data, size_t *dataSizes,
                                       enum cudaMemRangeAttribute *attributes, size_t numAttributes,
                                       const void *devPtr, size_t count) {

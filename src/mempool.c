@@ -4,9 +4,10 @@
  * memory location.
  *
  * A cudaMemPool_t is the driver's CUmemoryPool, and the runtime's pool
- * structures mirror the driver's (memory.h asserts it), so every function
+ * structures mirror the driver's (abi_asserts.c checks it), so every function
  * here is a check of what only the runtime checks and one driver call. */
 #include "internal.h"
+#include "handle.h"
 #include "memory.h"
 
 #include <string.h>
@@ -55,7 +56,7 @@ static inline cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_
   if (ptr == NULL) return cudaev__ret(cudaErrorInvalidValue);
   if (pool == NULL) {
     /* NVIDIA's runtime clears the output first (measured: a pointer
-     * passed in was NULL after the refused call, H200 2026-11-21). */
+     * passed in was NULL after the refused call, on an H200). */
     *ptr = NULL;
     return cudaev__ret(cudaErrorInvalidValue);
   }
@@ -126,8 +127,6 @@ cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAcce
   return cudaev__ret_cu(cudaev__drv.cuMemPoolSetAccess((CUmemoryPool)memPool,
                                                        (const CUmemAccessDesc *)descList, count));
 }
-
-_Static_assert(sizeof(enum cudaMemAccessFlags) == sizeof(CUmemAccess_flags), "access flags");
 
 cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t memPool,
                                  struct cudaMemLocation *location) {

@@ -2,12 +2,10 @@
  * CUfunction (which they accept; the current context supplies the device).
  * The C++ templates of cuda_runtime.h (cudaOccupancyMaxPotentialBlockSize*
  * and the *VariableSMem ones) are built on these in the program itself. */
+#include "launch.h"
 #include "register.h"
 
-_Static_assert(cudaOccupancyDefault == CU_OCCUPANCY_DEFAULT, "occupancy flags");
-_Static_assert(cudaOccupancyDisableCachingOverride == CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE,
-               "occupancy flags");
-
+/* The occupancy flags are the driver's (abi_asserts.c). */
 /* Makes a context current and finds the kernel; the error is recorded. */
 static cudaError_t occupancy_kernel(const void *func, CUkernel *k) {
   cudaError_t e = cudaev__ctx();

@@ -1,58 +1,40 @@
-/* nvcc's registration ABI: the __cuda* functions that the host code nvcc
- * generates calls from static constructors (fat binaries, kernels,
- * variables), at each <<<>>> (the call configuration stack, kernel handles)
- * and at exit (unregistration). See register.h for the registry's rules.
- *
- * The prototypes are those of crt/host_runtime.h and crt/device_functions.h
- * of CUDA 13.0; the three without a public prototype (__cudaRegisterHostVar,
- * __cudaRegisterUnifiedTable, __cudaGetProcAddress) were read from the
- * argument registers NVIDIA's libcudart.so.13 forwards. */
+/* The registry of what nvcc-built host code registered: fat binaries,
+ * kernels, variables (register.h says its rules). nvcc's entry points that
+ * fill it (__cudaRegisterFatBinary and friends) are in src/nvcc_abi.c;
+ * this file holds what they record and how it is looked up and loaded. */
 #include "register.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define FATBINC_MAGIC       0x466243B1
 #define CUDAEV_FATBIN_MAGIC 0x6661746263756576ull /* "vecubtaf" */
 
-/* nvcc's fat binary wrapper (fatbinary_section.h). */
-struct fatbin_wrapper {
-  int magic;
-  int version; /* 1, or 2 for a device-linked (-rdc) program */
-  const unsigned long long *data;
-  void *extra; /* version 2: NULL-terminated array of the prelinked fatbins */
-};
-
-enum var_kind { VAR_DEVICE, VAR_MANAGED, VAR_HOST };
-
-struct cudaev_var {
+struct cudaev__var {
   const void *host; /* host shadow (key) */
   const char *name;
   size_t size;
-  enum var_kind kind;
+  enum cudaev__var_kind kind;
   void **shadow; /* managed: the host pointer that receives the address */
-  struct cudaev_fatbin *fb;
-  struct cudaev_var *next; /* next variable of the same fat binary */
+  struct cudaev__fatbin *fb;
+  struct cudaev__var *next; /* next variable of the same fat binary */
 };
 
-struct cudaev_fatbin {
+struct cudaev__fatbin {
   uint64_t magic;
-  int version;
   const void *image;
-  void *prelinked;
   _Atomic(CUlibrary) lib;
   atomic_bool dead;
   bool has_table;
   CUlibraryHostUniversalFunctionAndDataTable table;
-  struct cudaev_kfunc *funcs;
-  struct cudaev_var *vars;
-  struct cudaev_fatbin *retired; /* next unregistered fat binary */
+  struct cudaev__kfunc *funcs;
+  struct cudaev__var *vars;
+  struct cudaev__fatbin *retired; /* next unregistered fat binary */
 };
 
 /* Unregistered fat binaries, kept (with their kernels and variables) so a
  * lookup racing the unregistration never reads freed memory. */
-static struct cudaev_fatbin *retired_fatbins;
+static struct cudaev__fatbin *retired_fatbins;
 
 /* ---- lock-free pointer map ------------------------------------------------
  *
@@ -79,8 +61,8 @@ struct ptrmap {
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ptrmap funcs_map; /* stub / CUkernel / record -> struct cudaev_kfunc */
-static struct ptrmap vars_map;  /* host shadow / managed address -> struct cudaev_var */
+static struct ptrmap funcs_map; /* stub / CUkernel / record -> struct cudaev__kfunc */
+static struct ptrmap vars_map;  /* host shadow / managed address -> struct cudaev__var */
 
 static inline size_t ptr_hash(const void *p) {
   uint64_t h = (uint64_t)(uintptr_t)p;
@@ -161,12 +143,12 @@ static void map_set_existing(struct ptrmap *m, const void *key, void *val) {
 
 /* ---- lookups ---------------------------------------------------------------- */
 
-struct cudaev_kfunc *cudaev__kfunc_find(const void *func) {
+struct cudaev__kfunc *cudaev__kfunc_find(const void *func) {
   if (CUDAEV_UNLIKELY(func == NULL)) return NULL;
   return map_get(&funcs_map, func);
 }
 
-static bool fatbin_valid(const struct cudaev_fatbin *fb) {
+bool cudaev__fatbin_valid(const struct cudaev__fatbin *fb) {
   return fb != NULL && fb->magic == CUDAEV_FATBIN_MAGIC;
 }
 
@@ -174,9 +156,9 @@ static bool fatbin_valid(const struct cudaev_fatbin *fb) {
  * library: writes each one's address into its host shadow pointer, as
  * NVIDIA's runtime does at module load, and makes that address a key of
  * the variable map (host code names a managed variable through it). */
-static void fatbin_init_managed(struct cudaev_fatbin *fb, CUlibrary lib) {
-  for (struct cudaev_var *v = fb->vars; v != NULL; v = v->next) {
-    if (v->kind != VAR_MANAGED) continue;
+static void fatbin_init_managed(struct cudaev__fatbin *fb, CUlibrary lib) {
+  for (struct cudaev__var *v = fb->vars; v != NULL; v = v->next) {
+    if (v->kind != CUDAEV__VAR_MANAGED) continue;
     CUdeviceptr p = 0;
     size_t n = 0;
     if (cudaev__drv.cuLibraryGetManaged(&p, &n, lib, v->name) != CUDA_SUCCESS) continue;
@@ -198,9 +180,9 @@ static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 static void mark_exiting(void) { atomic_store(&exiting, true); }
 static void watch_exit(void) { atexit(mark_exiting); }
 
-/* The fat binary's library, loaded on first use. Two threads may race to
- * load it: both load, one publishes, the other unloads its copy. */
-static cudaError_t fatbin_library(struct cudaev_fatbin *fb, CUlibrary *out) {
+/* Two threads may race to load the library: both load, one publishes, the
+ * other unloads its copy. */
+cudaError_t cudaev__fatbin_library(struct cudaev__fatbin *fb, CUlibrary *out) {
   CUlibrary lib = atomic_load_explicit(&fb->lib, memory_order_acquire);
   if (CUDAEV_LIKELY(lib != NULL)) {
     *out = lib;
@@ -235,7 +217,7 @@ static cudaError_t fatbin_library(struct cudaev_fatbin *fb, CUlibrary *out) {
   return cudaSuccess;
 }
 
-cudaError_t cudaev__kfunc_resolve(struct cudaev_kfunc *f, CUkernel *out) {
+cudaError_t cudaev__kfunc_resolve(struct cudaev__kfunc *f, CUkernel *out) {
   CUkernel k = atomic_load_explicit(&f->kernel, memory_order_acquire);
   if (k != NULL) {
     *out = k;
@@ -243,7 +225,7 @@ cudaError_t cudaev__kfunc_resolve(struct cudaev_kfunc *f, CUkernel *out) {
   }
   if (f->fb == NULL) return cudaErrorInvalidDeviceFunction;
   CUlibrary lib;
-  cudaError_t e = fatbin_library(f->fb, &lib);
+  cudaError_t e = cudaev__fatbin_library(f->fb, &lib);
   if (e != cudaSuccess) return e;
   CUresult r = cudaev__drv.cuLibraryGetKernel(&k, lib, f->name);
   if (r == CUDA_ERROR_NOT_FOUND) return cudaErrorInvalidDeviceFunction;
@@ -272,7 +254,7 @@ static cudaError_t kernel_foreign(const void *func, CUkernel *out) {
 }
 
 cudaError_t cudaev__kernel_lookup(const void *func, CUkernel *out) {
-  struct cudaev_kfunc *f = cudaev__kfunc_find(func);
+  struct cudaev__kfunc *f = cudaev__kfunc_find(func);
   if (CUDAEV_LIKELY(f != NULL)) return cudaev__kfunc_kernel(f, out);
   *out = NULL;
   cudaError_t e = cudaev__init();
@@ -282,7 +264,7 @@ cudaError_t cudaev__kernel_lookup(const void *func, CUkernel *out) {
 }
 
 cudaError_t cudaev__kernel_lookup_registered(const void *func, CUkernel *out) {
-  struct cudaev_kfunc *f = cudaev__kfunc_find(func);
+  struct cudaev__kfunc *f = cudaev__kfunc_find(func);
   if (f != NULL) return cudaev__kfunc_kernel(f, out);
   *out = NULL;
   cudaError_t e = cudaev__init();
@@ -302,24 +284,25 @@ cudaError_t cudaev__func_lookup(const void *func, CUfunction *out) {
 cudaError_t cudaev__symbol_lookup(const void *symbol, CUdeviceptr *ptr, size_t *size) {
   *ptr = 0;
   *size = 0;
-  struct cudaev_var *v = symbol == NULL ? NULL : map_get(&vars_map, symbol);
+  struct cudaev__var *v = symbol == NULL ? NULL : map_get(&vars_map, symbol);
   if (v == NULL) {
     cudaError_t e = cudaev__init();
     return e != cudaSuccess ? e : cudaErrorInvalidSymbol;
   }
-  if (v->kind == VAR_HOST) {
+  if (v->kind == CUDAEV__VAR_HOST) {
     /* A host variable the device reaches through unified memory. */
     *ptr = (CUdeviceptr)(uintptr_t)v->host;
     *size = v->size;
     return cudaSuccess;
   }
   CUlibrary lib;
-  cudaError_t e = fatbin_library(v->fb, &lib);
+  cudaError_t e = cudaev__fatbin_library(v->fb, &lib);
   if (e != cudaSuccess) return e == cudaErrorInvalidDeviceFunction ? cudaErrorInvalidSymbol : e;
   CUdeviceptr p = 0;
   size_t n = 0;
-  CUresult r = v->kind == VAR_MANAGED ? cudaev__drv.cuLibraryGetManaged(&p, &n, lib, v->name)
-                                      : cudaev__drv.cuLibraryGetGlobal(&p, &n, lib, v->name);
+  CUresult r = v->kind == CUDAEV__VAR_MANAGED
+                   ? cudaev__drv.cuLibraryGetManaged(&p, &n, lib, v->name)
+                   : cudaev__drv.cuLibraryGetGlobal(&p, &n, lib, v->name);
   if (r == CUDA_ERROR_NOT_FOUND) return cudaErrorInvalidSymbol;
   if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
   *ptr = p;
@@ -329,7 +312,7 @@ cudaError_t cudaev__symbol_lookup(const void *symbol, CUdeviceptr *ptr, size_t *
 
 bool cudaev__kernel_adopt(CUkernel k, CUlibrary lib) {
   if (map_get(&funcs_map, k) != NULL) return false;
-  struct cudaev_kfunc *f = calloc(1, sizeof *f);
+  struct cudaev__kfunc *f = calloc(1, sizeof *f);
   if (f == NULL) return true;
   f->magic = CUDAEV_KFUNC_MAGIC;
   atomic_init(&f->kernel, k);
@@ -349,7 +332,7 @@ void cudaev__library_forget(CUlibrary lib) {
   pthread_mutex_lock(&reg_lock);
   struct table *t = atomic_load_explicit(&funcs_map.t, memory_order_relaxed);
   for (size_t i = 0; t != NULL && i <= t->mask; i++) {
-    struct cudaev_kfunc *f = atomic_load_explicit(&t->slots[i].val, memory_order_relaxed);
+    struct cudaev__kfunc *f = atomic_load_explicit(&t->slots[i].val, memory_order_relaxed);
     if (f != NULL && f->fb == NULL && f->lib == lib)
       atomic_store_explicit(&t->slots[i].val, NULL, memory_order_release);
   }
@@ -358,63 +341,30 @@ void cudaev__library_forget(CUlibrary lib) {
 
 /* ---- registration ----------------------------------------------------------- */
 
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaUnregisterFatBinary(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize);
-void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
-                       const char *deviceName, int ext, size_t size, int constant, int global);
-void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress,
-                              const char *deviceName, int ext, size_t size, int constant,
-                              int global);
-void __cudaRegisterHostVar(void **fatCubinHandle, const char *deviceName, char *hostVar,
-                           size_t size);
-void __cudaRegisterUnifiedTable(void **fatCubinHandle, void *functionTable,
-                                size_t functionWindowSize, void *dataTable, size_t dataWindowSize);
-char __cudaInitModule(void **fatCubinHandle);
-void *__cudaGetProcAddress(void);
-unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
-                                     struct CUstream_st *stream);
-cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
-                                       void *stream);
-cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun);
-
-/* Runs from static constructors, possibly before anything else in the
- * process: records the image and touches no driver. */
-CUDAEV_EXPORT void **__cudaRegisterFatBinary(void *fatCubin) {
-  struct cudaev_fatbin *fb = calloc(1, sizeof *fb);
+struct cudaev__fatbin *cudaev__fatbin_new(const void *image) {
+  struct cudaev__fatbin *fb = calloc(1, sizeof *fb);
   if (fb == NULL) return NULL;
   fb->magic = CUDAEV_FATBIN_MAGIC;
-  const struct fatbin_wrapper *w = fatCubin;
-  if (w != NULL && w->magic == FATBINC_MAGIC) {
-    fb->version = w->version;
-    fb->image = w->data;
-    if (w->version == 2) fb->prelinked = w->extra;
-  }
-  return (void **)fb;
+  fb->image = image;
+  return fb;
 }
 
-CUDAEV_EXPORT void __cudaRegisterFatBinaryEnd(void **fatCubinHandle) { (void)fatCubinHandle; }
-
-/* Called from atexit handlers, and when a library is dlclose()d. Nothing
- * is unloaded when nothing was loaded (a program that never used CUDA never
- * loads the driver), nor at exit (see watch_exit); results are ignored. */
-CUDAEV_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle) {
-  struct cudaev_fatbin *fb = (struct cudaev_fatbin *)fatCubinHandle;
-  if (!fatbin_valid(fb) || atomic_exchange(&fb->dead, true)) return;
+/* Nothing is unloaded when nothing was loaded (a program that never used
+ * CUDA never loads the driver), nor at exit (see watch_exit); results are
+ * ignored. */
+void cudaev__fatbin_unregister(struct cudaev__fatbin *fb) {
+  if (!cudaev__fatbin_valid(fb) || atomic_exchange(&fb->dead, true)) return;
   pthread_mutex_lock(&reg_lock);
-  for (struct cudaev_kfunc *f = fb->funcs; f != NULL; f = f->next) {
-    struct cudaev_kfunc *head = map_get(&funcs_map, f->stub);
+  for (struct cudaev__kfunc *f = fb->funcs; f != NULL; f = f->next) {
+    struct cudaev__kfunc *head = map_get(&funcs_map, f->stub);
     if (head == f) {
       /* Another translation unit's registration of the same kernel, if any,
        * takes over. */
-      struct cudaev_kfunc *d = f->dup;
+      struct cudaev__kfunc *d = f->dup;
       while (d != NULL && atomic_load(&d->fb->dead)) d = d->dup;
       map_set_existing(&funcs_map, f->stub, d);
     } else {
-      for (struct cudaev_kfunc *p = head; p != NULL; p = p->dup)
+      for (struct cudaev__kfunc *p = head; p != NULL; p = p->dup)
         if (p->dup == f) {
           p->dup = f->dup;
           break;
@@ -423,9 +373,9 @@ CUDAEV_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle) {
     CUkernel k = atomic_load(&f->kernel);
     if (k != NULL && map_get(&funcs_map, k) == f) map_set_existing(&funcs_map, k, NULL);
   }
-  for (struct cudaev_var *v = fb->vars; v != NULL; v = v->next) {
+  for (struct cudaev__var *v = fb->vars; v != NULL; v = v->next) {
     if (map_get(&vars_map, v->host) == v) map_set_existing(&vars_map, v->host, NULL);
-    if (v->kind == VAR_MANAGED && v->shadow != NULL && *v->shadow != NULL &&
+    if (v->kind == CUDAEV__VAR_MANAGED && v->shadow != NULL && *v->shadow != NULL &&
         map_get(&vars_map, *v->shadow) == v)
       map_set_existing(&vars_map, *v->shadow, NULL);
   }
@@ -436,29 +386,24 @@ CUDAEV_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle) {
   if (lib != NULL && !atomic_load(&exiting)) cudaev__drv.cuLibraryUnload(lib);
 }
 
-CUDAEV_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun,
-                                          char *deviceFun, const char *deviceName, int thread_limit,
-                                          uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim,
-                                          int *wSize) {
-  struct cudaev_fatbin *fb = (struct cudaev_fatbin *)fatCubinHandle;
-  const char *name = deviceName != NULL ? deviceName : deviceFun;
-  if (!fatbin_valid(fb) || hostFun == NULL || name == NULL) return;
-  struct cudaev_kfunc *f = calloc(1, sizeof *f);
+void cudaev__fatbin_add_kernel(struct cudaev__fatbin *fb, const void *stub, const char *name) {
+  if (!cudaev__fatbin_valid(fb) || stub == NULL || name == NULL) return;
+  struct cudaev__kfunc *f = calloc(1, sizeof *f);
   if (f == NULL) return;
   f->magic = CUDAEV_KFUNC_MAGIC;
-  f->stub = hostFun;
+  f->stub = stub;
   f->name = name;
   f->fb = fb;
   pthread_mutex_lock(&reg_lock);
-  struct cudaev_kfunc *head = map_get(&funcs_map, hostFun);
+  struct cudaev__kfunc *head = map_get(&funcs_map, stub);
   bool err = false;
   if (head == NULL) {
-    err = map_put(&funcs_map, hostFun, f);
+    err = map_put(&funcs_map, stub, f);
   } else {
     /* The same kernel from another translation unit (a template, an inline
      * function): the first registration stays in use, the others wait in
      * line in case its fat binary goes away first. */
-    struct cudaev_kfunc *p = head;
+    struct cudaev__kfunc *p = head;
     while (p->dup != NULL) p = p->dup;
     p->dup = f;
   }
@@ -469,10 +414,10 @@ CUDAEV_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hos
   pthread_mutex_unlock(&reg_lock);
 }
 
-static void register_var(struct cudaev_fatbin *fb, const void *host, const char *name, size_t size,
-                         enum var_kind kind, void **shadow) {
-  if (!fatbin_valid(fb) || host == NULL || name == NULL) return;
-  struct cudaev_var *v = calloc(1, sizeof *v);
+void cudaev__fatbin_add_var(struct cudaev__fatbin *fb, const void *host, const char *name,
+                            size_t size, enum cudaev__var_kind kind, void **shadow) {
+  if (!cudaev__fatbin_valid(fb) || host == NULL || name == NULL) return;
+  struct cudaev__var *v = calloc(1, sizeof *v);
   if (v == NULL) return;
   v->host = host;
   v->name = name;
@@ -489,103 +434,13 @@ static void register_var(struct cudaev_fatbin *fb, const void *host, const char 
   pthread_mutex_unlock(&reg_lock);
 }
 
-CUDAEV_EXPORT void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
-                                     const char *deviceName, int ext, size_t size, int constant,
-                                     int global) {
-  register_var((struct cudaev_fatbin *)fatCubinHandle, hostVar,
-               deviceName != NULL ? deviceName : deviceAddress, size, VAR_DEVICE, NULL);
-}
-
-CUDAEV_EXPORT void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress,
-                                            char *deviceAddress, const char *deviceName, int ext,
-                                            size_t size, int constant, int global) {
-  register_var((struct cudaev_fatbin *)fatCubinHandle, hostVarPtrAddress,
-               deviceName != NULL ? deviceName : deviceAddress, size, VAR_MANAGED,
-               hostVarPtrAddress);
-}
-
-CUDAEV_EXPORT void __cudaRegisterHostVar(void **fatCubinHandle, const char *deviceName,
-                                         char *hostVar, size_t size) {
-  register_var((struct cudaev_fatbin *)fatCubinHandle, hostVar, deviceName, size, VAR_HOST, NULL);
-}
-
-/* The host universal function and data table (unified function pointers):
- * handed to cuLibraryLoadData as CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE. */
-CUDAEV_EXPORT void __cudaRegisterUnifiedTable(void **fatCubinHandle, void *functionTable,
-                                              size_t functionWindowSize, void *dataTable,
-                                              size_t dataWindowSize) {
-  struct cudaev_fatbin *fb = (struct cudaev_fatbin *)fatCubinHandle;
-  if (!fatbin_valid(fb)) return;
+void cudaev__fatbin_set_unified_table(struct cudaev__fatbin *fb, void *functionTable,
+                                      size_t functionWindowSize, void *dataTable,
+                                      size_t dataWindowSize) {
+  if (!cudaev__fatbin_valid(fb)) return;
   fb->table.functionTable = functionTable;
   fb->table.functionWindowSize = functionWindowSize;
   fb->table.dataTable = dataTable;
   fb->table.dataWindowSize = dataWindowSize;
   fb->has_table = true;
-}
-
-/* Host code reads a __managed__ variable through its shadow pointer after
- * calling this once: load the module, which writes the shadows. Nonzero on
- * success; the error is not recorded (NVIDIA's does not either). */
-CUDAEV_EXPORT char __cudaInitModule(void **fatCubinHandle) {
-  struct cudaev_fatbin *fb = (struct cudaev_fatbin *)fatCubinHandle;
-  if (!fatbin_valid(fb)) return 0;
-  if (cudaev__ctx() != cudaSuccess) return 0;
-  CUlibrary lib;
-  return fatbin_library(fb, &lib) == cudaSuccess;
-}
-
-/* NVIDIA's returns 0 and does nothing else. */
-CUDAEV_EXPORT void *__cudaGetProcAddress(void) { return NULL; }
-
-/* ---- the call configuration stack (<<<grid, block, shmem, stream>>>) ------ */
-
-#define CONFIG_STACK_DEPTH 32
-
-struct call_config {
-  dim3 grid, block;
-  size_t shmem;
-  struct CUstream_st *stream;
-};
-
-static _Thread_local struct {
-  unsigned depth;
-  struct call_config cfg[CONFIG_STACK_DEPTH];
-} config_stack;
-
-/* Nonzero makes the generated code skip the launch. Needs no driver. */
-CUDAEV_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
-                                                   struct CUstream_st *stream) {
-  unsigned d = config_stack.depth;
-  if (CUDAEV_UNLIKELY(d >= CONFIG_STACK_DEPTH))
-    return (unsigned)cudaev__ret(cudaErrorMemoryAllocation);
-  config_stack.cfg[d] = (struct call_config){gridDim, blockDim, sharedMem, stream};
-  config_stack.depth = d + 1;
-  return 0;
-}
-
-CUDAEV_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim,
-                                                     size_t *sharedMem, void *stream) {
-  unsigned d = config_stack.depth;
-  if (CUDAEV_UNLIKELY(d == 0)) return cudaev__ret(cudaErrorMissingConfiguration);
-  const struct call_config *c = &config_stack.cfg[d - 1];
-  config_stack.depth = d - 1;
-  *gridDim = c->grid;
-  *blockDim = c->block;
-  *sharedMem = c->shmem;
-  *(struct CUstream_st **)stream = c->stream;
-  return cudaSuccess;
-}
-
-/* The handle written is our record of the kernel: __cudaLaunchKernel then
- * needs no lookup. Like NVIDIA's, it writes a usable handle (the stub)
- * before anything can fail, and initialises the runtime. */
-CUDAEV_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun) {
-  if (kernel == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  if (hostFun == NULL) return cudaev__ret(cudaErrorInvalidDeviceFunction);
-  *kernel = (cudaKernel_t)(uintptr_t)hostFun;
-  struct cudaev_kfunc *f = cudaev__kfunc_find(hostFun);
-  if (f != NULL) *kernel = (cudaKernel_t)f;
-  cudaError_t e = cudaev__init();
-  if (e != cudaSuccess) return cudaev__ret(e);
-  return f != NULL ? cudaSuccess : cudaev__ret(cudaErrorInvalidDeviceFunction);
 }

@@ -1,7 +1,8 @@
 /* The registry of what nvcc-built host code registered: fat binaries,
  * kernels (host stub -> device function), variables. Owned by
- * src/register.c; used by the execution, occupancy, symbol and graph
- * sections.
+ * src/register.c; filled by nvcc's __cudaRegister* entry points
+ * (src/nvcc_abi.c); used by the execution, occupancy, symbol, library and
+ * graph sections.
  *
  * Every fat binary becomes one CUlibrary, loaded with cuLibraryLoadData on
  * first use (context independent; the driver applies CUDA_MODULE_LOADING).
@@ -24,32 +25,35 @@
 
 #define CUDAEV_KFUNC_MAGIC UINT64_C(0x63756465766b666e) /* "cudevkfn" */
 
-struct cudaev_fatbin;
+/* One registered fat binary (opaque): the handle nvcc's generated code
+ * keeps as `void **` and passes back to every __cudaRegister* call. Never
+ * freed: unregistered ones are retired with their kernels and variables. */
+struct cudaev__fatbin;
 
 /* One kernel: a registration by __cudaRegisterFunction, or a kernel of a
  * library the program loaded itself (fb == NULL, kernel set from the
  * start). Read-only after registration except `kernel`, which goes from
  * NULL to the resolved CUkernel once. */
-struct cudaev_kfunc {
-  uint64_t magic;            /* CUDAEV_KFUNC_MAGIC */
-  _Atomic(CUkernel) kernel;  /* NULL until the fat binary is loaded */
-  const void *stub;          /* host stub; NULL for library kernels */
-  const char *name;          /* device (mangled) name; NULL for library kernels */
-  struct cudaev_fatbin *fb;  /* owner; NULL for library kernels */
-  CUlibrary lib;             /* library kernels: their library */
-  struct cudaev_kfunc *dup;  /* next registration of the same stub (other TUs) */
-  struct cudaev_kfunc *next; /* next kernel of the same fat binary */
+struct cudaev__kfunc {
+  uint64_t magic;             /* CUDAEV_KFUNC_MAGIC */
+  _Atomic(CUkernel) kernel;   /* NULL until the fat binary is loaded */
+  const void *stub;           /* host stub; NULL for library kernels */
+  const char *name;           /* device (mangled) name; NULL for library kernels */
+  struct cudaev__fatbin *fb;  /* owner; NULL for library kernels */
+  CUlibrary lib;              /* library kernels: their library */
+  struct cudaev__kfunc *dup;  /* next registration of the same stub (other TUs) */
+  struct cudaev__kfunc *next; /* next kernel of the same fat binary */
 };
 
 /* The record registered for `func`: a host stub, or a resolved or adopted
  * CUkernel cast to void*. NULL when unknown. Takes no lock. */
-struct cudaev_kfunc *cudaev__kfunc_find(const void *func);
+struct cudaev__kfunc *cudaev__kfunc_find(const void *func);
 
 /* Loads the record's fat binary if needed and returns its CUkernel.
  * Initialises the runtime, needs no context. Errors are not recorded. */
-cudaError_t cudaev__kfunc_resolve(struct cudaev_kfunc *f, CUkernel *out);
+cudaError_t cudaev__kfunc_resolve(struct cudaev__kfunc *f, CUkernel *out);
 
-static inline cudaError_t cudaev__kfunc_kernel(struct cudaev_kfunc *f, CUkernel *out) {
+static inline cudaError_t cudaev__kfunc_kernel(struct cudaev__kfunc *f, CUkernel *out) {
   CUkernel k = atomic_load_explicit(&f->kernel, memory_order_acquire);
   if (CUDAEV_LIKELY(k != NULL)) {
     *out = k;
@@ -96,23 +100,49 @@ bool cudaev__kernel_adopt(CUkernel k, CUlibrary lib);
 /* Forgets the kernels adopted from `lib` (before it is unloaded). */
 void cudaev__library_forget(CUlibrary lib);
 
-/* cudaLaunchAttribute is CUlaunchAttribute bit for bit (checked by static
- * assertions in src/execution.c), so the attribute array is passed on as
- * it is. Fills *out from *in; false when the shared memory size does not
- * fit the driver's 32 bits. */
-static inline bool cudaev__launch_config(const cudaLaunchConfig_t *in, CUlaunchConfig *out,
-                                         bool per_thread) {
-  out->gridDimX = in->gridDim.x;
-  out->gridDimY = in->gridDim.y;
-  out->gridDimZ = in->gridDim.z;
-  out->blockDimX = in->blockDim.x;
-  out->blockDimY = in->blockDim.y;
-  out->blockDimZ = in->blockDim.z;
-  out->sharedMemBytes = (unsigned)in->dynamicSmemBytes;
-  out->hStream = cudaev__stream(in->stream, per_thread);
-  out->attrs = (CUlaunchAttribute *)in->attrs;
-  out->numAttrs = in->numAttrs;
-  return in->dynamicSmemBytes <= 0xffffffffu;
-}
+/* ---- registration: the bodies of nvcc's __cudaRegister* (src/nvcc_abi.c) ---- */
+
+/* Records a fat binary without touching the driver: these run from static
+ * constructors, possibly before anything else in the process. `image` is
+ * NULL when nvcc's wrapper was not recognised (a later load then fails
+ * with cudaErrorInvalidKernelImage). Returns NULL when out of memory. */
+struct cudaev__fatbin *cudaev__fatbin_new(const void *image);
+
+/* True for a record cudaev__fatbin_new returned (checks its magic): the
+ * functions below ignore anything else, as NVIDIA's runtime does. */
+bool cudaev__fatbin_valid(const struct cudaev__fatbin *fb);
+
+/* Forgets the fat binary's kernels and variables (another translation
+ * unit's registration of the same kernel takes over) and unloads its
+ * library if one was loaded, except at process exit. A second call, or an
+ * invalid `fb`, does nothing. */
+void cudaev__fatbin_unregister(struct cudaev__fatbin *fb);
+
+/* Registers kernel `name` (the device name) under its host stub. A stub
+ * registered before (by another translation unit) keeps its first
+ * registration; this one waits in line behind it. Out of memory drops it. */
+void cudaev__fatbin_add_kernel(struct cudaev__fatbin *fb, const void *stub, const char *name);
+
+enum cudaev__var_kind {
+  CUDAEV__VAR_DEVICE,  /* __device__ / __constant__: looked up in the library */
+  CUDAEV__VAR_MANAGED, /* __managed__: its address is written to *shadow at load */
+  CUDAEV__VAR_HOST,    /* a host variable the device reaches through unified memory */
+};
+
+/* Registers variable `name` under its host shadow `host`; a shadow
+ * registered before keeps its first registration. */
+void cudaev__fatbin_add_var(struct cudaev__fatbin *fb, const void *host, const char *name,
+                            size_t size, enum cudaev__var_kind kind, void **shadow);
+
+/* The host universal function and data table, handed to cuLibraryLoadData
+ * as CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE. */
+void cudaev__fatbin_set_unified_table(struct cudaev__fatbin *fb, void *functionTable,
+                                      size_t functionWindowSize, void *dataTable,
+                                      size_t dataWindowSize);
+
+/* The fat binary's library, loaded on first use (cuLibraryLoadData, which
+ * needs no context), with its managed variables' shadows written.
+ * Initialises the runtime. Errors are not recorded. */
+cudaError_t cudaev__fatbin_library(struct cudaev__fatbin *fb, CUlibrary *out);
 
 #endif

@@ -6,18 +6,19 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-_Thread_local struct cudaev_thread cudaev__thread = {.last_error = cudaSuccess, .device = -1};
+_Thread_local struct cudaev__thread_state cudaev__thread = {.last_error = cudaSuccess,
+                                                            .device = -1};
 
-struct cudaev_runtime cudaev__rt;
+struct cudaev__runtime cudaev__rt;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static cudaError_t init_error(void) {
   switch (cudaev__driver_load()) {
-  case CUDAEV_DRIVER_OK: break;
-  case CUDAEV_DRIVER_NOT_FOUND:
-  case CUDAEV_DRIVER_TOO_OLD: return cudaErrorInsufficientDriver;
-  case CUDAEV_DRIVER_INIT_FAILED: return cudaev__error_from_cu(cudaev__driver_error());
+  case CUDAEV__DRIVER_OK: break;
+  case CUDAEV__DRIVER_NOT_FOUND:
+  case CUDAEV__DRIVER_TOO_OLD: return cudaErrorInsufficientDriver;
+  case CUDAEV__DRIVER_INIT_FAILED: return cudaev__error_from_cu(cudaev__driver_error());
   }
   CUresult r = cudaev__drv.cuInit(0);
   if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
@@ -25,7 +26,7 @@ static cudaError_t init_error(void) {
   r = cudaev__drv.cuDeviceGetCount(&n);
   if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
   if (n <= 0) return cudaErrorNoDevice;
-  struct cudaev_device *devs = calloc((size_t)n, sizeof *devs);
+  struct cudaev__device *devs = calloc((size_t)n, sizeof *devs);
   if (devs == NULL) return cudaErrorMemoryAllocation;
   for (int i = 0; i < n; i++) {
     r = cudaev__drv.cuDeviceGet(&devs[i].dev, i);
@@ -50,7 +51,7 @@ cudaError_t cudaev__init_slow(void) {
 }
 
 cudaError_t cudaev__primary_ctx(int d, CUcontext *out) {
-  struct cudaev_device *dev = &cudaev__rt.devices[d];
+  struct cudaev__device *dev = &cudaev__rt.devices[d];
   CUcontext c = atomic_load_explicit(&dev->primary, memory_order_acquire);
   if (c != NULL) {
     *out = c;

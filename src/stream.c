@@ -7,7 +7,7 @@
  * streams), cudaStreamLegacy (CU_STREAM_LEGACY), cudaStreamPerThread
  * (CU_STREAM_PER_THREAD) and priorities (clamped to the device's range).
  * Streams and events destroyed through this runtime are refused before
- * the driver sees them (stream.h: the driver would crash on them). The
+ * the driver sees them (handle.h: the driver would crash on them). The
  * _ptsz exports are the same functions with a NULL stream meaning the
  * per-thread default stream (cudaev__stream()).
  */
@@ -16,49 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "handle.h"
 #include "stream.h"
 
 /* The runtime and driver attribute unions, their ids, and the enums inside
- * them are the same ABI; the translation relies on it. */
-_Static_assert(sizeof(cudaLaunchAttributeValue) == sizeof(CUlaunchAttributeValue), "attr size");
-_Static_assert(sizeof(struct cudaAccessPolicyWindow) == sizeof(CUaccessPolicyWindow), "apw size");
-_Static_assert(offsetof(struct cudaAccessPolicyWindow, hitRatio) ==
-                   offsetof(CUaccessPolicyWindow, hitRatio),
-               "apw hitRatio");
-_Static_assert(offsetof(struct cudaAccessPolicyWindow, missProp) ==
-                   offsetof(CUaccessPolicyWindow, missProp),
-               "apw missProp");
-_Static_assert(offsetof(cudaLaunchAttributeValue, memSyncDomainMap) ==
-                   offsetof(CUlaunchAttributeValue, memSyncDomainMap),
-               "mem sync map");
-_Static_assert((int)cudaLaunchAttributeAccessPolicyWindow ==
-                   (int)CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
-               "id");
-_Static_assert((int)cudaLaunchAttributeSynchronizationPolicy ==
-                   (int)CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
-               "id");
-_Static_assert((int)cudaLaunchAttributePriority == (int)CU_LAUNCH_ATTRIBUTE_PRIORITY, "id");
-_Static_assert((int)cudaLaunchAttributeMemSyncDomainMap ==
-                   (int)CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
-               "id");
-_Static_assert((int)cudaLaunchAttributeMemSyncDomain == (int)CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
-               "id");
-_Static_assert((int)cudaLaunchAttributeNvlinkUtilCentricScheduling ==
-                   (int)CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING,
-               "id");
-_Static_assert((int)cudaSyncPolicyBlockingSync == (int)CU_SYNC_POLICY_BLOCKING_SYNC, "sync policy");
-_Static_assert((int)cudaAccessPropertyPersisting == (int)CU_ACCESS_PROPERTY_PERSISTING,
-               "access prop");
-_Static_assert(sizeof(cudaGraphEdgeData) == sizeof(CUgraphEdgeData), "edge data");
-_Static_assert((int)cudaStreamCaptureStatusInvalidated == (int)CU_STREAM_CAPTURE_STATUS_INVALIDATED,
-               "capture status");
-_Static_assert((int)cudaStreamCaptureModeRelaxed == (int)CU_STREAM_CAPTURE_MODE_RELAXED,
-               "capture mode");
-_Static_assert((int)cudaStreamSetCaptureDependencies == (int)CU_STREAM_SET_CAPTURE_DEPENDENCIES,
-               "capture deps");
-_Static_assert((int)cudaStreamNonBlocking == (int)CU_STREAM_NON_BLOCKING, "stream flags");
-_Static_assert((int)cudaMemAttachSingle == (int)CU_MEM_ATTACH_SINGLE, "attach flags");
-
+ * them are the same ABI (abi_asserts.c); the translation relies on it. */
 bool cudaev__attr_value_to_cu(cudaLaunchAttributeID id, const cudaLaunchAttributeValue *in,
                               CUlaunchAttributeValue *out) {
   (void)id;
@@ -73,24 +35,6 @@ bool cudaev__attr_value_from_cu(cudaLaunchAttributeID id, const CUlaunchAttribut
   if (in == NULL || out == NULL) return false;
   memcpy(out, in, sizeof *out);
   return true;
-}
-
-/* ---- destroyed handles --------------------------------------------------- */
-
-_Atomic(uintptr_t) cudaev__graves[1u << CUDAEV_GRAVE_BITS];
-
-void cudaev__handle_bury(const void *h) {
-  uintptr_t p = (uintptr_t)h;
-  if (p > (uintptr_t)CU_STREAM_PER_THREAD)
-    atomic_store_explicit(&cudaev__graves[cudaev__grave_slot(p)], p, memory_order_release);
-}
-
-void cudaev__handle_revive(const void *h) {
-  uintptr_t p = (uintptr_t)h;
-  if (p <= (uintptr_t)CU_STREAM_PER_THREAD) return;
-  uintptr_t expect = p;
-  atomic_compare_exchange_strong_explicit(&cudaev__graves[cudaev__grave_slot(p)], &expect, 0,
-                                          memory_order_acq_rel, memory_order_relaxed);
 }
 
 /* ---- creation, destruction ---------------------------------------------- */
@@ -309,7 +253,7 @@ cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void *devPtr, siz
  * cudaLaunchHostFunc's functions. */
 void CUDA_CB cudaev__stream_callback_trampoline(CUstream s, CUresult status, void *rec) {
   (void)s;
-  struct cudaev_stream_callback r = *(struct cudaev_stream_callback *)rec;
+  struct cudaev__stream_callback r = *(struct cudaev__stream_callback *)rec;
   free(rec);
   r.fn(r.stream, cudaev__error_from_cu(status), r.user);
 }
@@ -322,7 +266,7 @@ static cudaError_t add_callback_impl(cudaStream_t s, cudaStreamCallback_t cb, vo
   CUDAEV_CTX_OR_RETURN();
   CUDAEV_LIVE_OR_RETURN(s);
   if (cb == NULL || flags != 0) return cudaev__ret(cudaErrorInvalidValue);
-  struct cudaev_stream_callback *rec = malloc(sizeof *rec);
+  struct cudaev__stream_callback *rec = malloc(sizeof *rec);
   if (rec == NULL) return cudaev__ret(cudaErrorMemoryAllocation);
   rec->fn = cb;
   rec->user = user;

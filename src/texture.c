@@ -15,16 +15,6 @@ struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
   return d;
 }
 
-/* The runtime's texture enums have the driver's values. */
-_Static_assert((int)cudaAddressModeBorder == (int)CU_TR_ADDRESS_MODE_BORDER, "enum");
-_Static_assert((int)cudaAddressModeMirror == (int)CU_TR_ADDRESS_MODE_MIRROR, "enum");
-_Static_assert((int)cudaFilterModeLinear == (int)CU_TR_FILTER_MODE_LINEAR, "enum");
-_Static_assert((int)cudaResViewFormatUnsignedBlockCompressed7 ==
-                   (int)CU_RES_VIEW_FORMAT_UNSIGNED_BC7,
-               "enum");
-_Static_assert((int)cudaResViewFormatFloat4 == (int)CU_RES_VIEW_FORMAT_FLOAT_4X32, "enum");
-_Static_assert(sizeof(struct cudaResourceViewDesc) == sizeof(CUDA_RESOURCE_VIEW_DESC), "layout");
-
 /* The runtime spells the driver's CU_TRSF_* flags as separate fields:
  * cudaReadModeElementType is CU_TRSF_READ_AS_INTEGER (no promotion of
  * integer texels to [0,1] floats), the int fields are booleans. */

@@ -9,7 +9,7 @@
 struct cudaev_driver cudaev__drv;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static enum cudaev_driver_status load_status;
+static enum cudaev__driver_status load_status;
 static int driver_version;
 static void *libcuda;
 static CUresult load_error;
@@ -50,7 +50,7 @@ static void load(void) {
    * driver themselves find the same copy. */
   libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (libcuda == NULL) {
-    load_status = CUDAEV_DRIVER_NOT_FOUND;
+    load_status = CUDAEV__DRIVER_NOT_FOUND;
     return;
   }
   PFN_cuGetProcAddress_v12000 gpa =
@@ -58,14 +58,14 @@ static void load(void) {
   PFN_cuDriverGetVersion_v2020 get_version =
       (PFN_cuDriverGetVersion_v2020)dlsym(libcuda, "cuDriverGetVersion");
   if (gpa == NULL || get_version == NULL) {
-    load_status = CUDAEV_DRIVER_NOT_FOUND;
+    load_status = CUDAEV__DRIVER_NOT_FOUND;
     return;
   }
   int v = 0;
   CUresult r = get_version(&v);
   if (r == CUDA_SUCCESS && v < CUDA_VERSION) {
     driver_version = v;
-    load_status = CUDAEV_DRIVER_TOO_OLD;
+    load_status = CUDAEV__DRIVER_TOO_OLD;
     return;
   }
   driver_version = r == CUDA_SUCCESS ? v : 0;
@@ -77,7 +77,7 @@ static void load(void) {
     CUresult g = gpa("cuInit", &fn, 2000, CU_GET_PROC_ADDRESS_DEFAULT, &found);
     if (g != CUDA_SUCCESS) {
       load_error = g;
-      load_status = CUDAEV_DRIVER_INIT_FAILED;
+      load_status = CUDAEV__DRIVER_INIT_FAILED;
       return;
     }
   }
@@ -93,10 +93,10 @@ static void load(void) {
     *slot(&cudaev__drv, e) = fn;
   }
   fill_missing(&cudaev__drv);
-  load_status = CUDAEV_DRIVER_OK;
+  load_status = CUDAEV__DRIVER_OK;
 }
 
-enum cudaev_driver_status cudaev__driver_load(void) {
+enum cudaev__driver_status cudaev__driver_load(void) {
   pthread_once(&load_once, load);
   return load_status;
 }
@@ -111,11 +111,6 @@ int cudaev__driver_version(void) {
   return driver_version;
 }
 
-void *cudaev__driver_handle(void) {
-  cudaev__driver_load();
-  return libcuda;
-}
-
 static const struct cudaev_driver *install_src;
 static int install_version;
 
@@ -123,7 +118,7 @@ static void install(void) {
   cudaev__drv = *install_src;
   fill_missing(&cudaev__drv);
   driver_version = install_version;
-  load_status = CUDAEV_DRIVER_OK;
+  load_status = CUDAEV__DRIVER_OK;
 }
 
 void cudaev__driver_install(const struct cudaev_driver *fake, int version) {

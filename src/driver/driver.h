@@ -54,26 +54,23 @@ struct cudaev_driver {
 extern struct cudaev_driver cudaev__drv;
 
 /* Why the driver could not be used, as the runtime reports it. */
-enum cudaev_driver_status {
-  CUDAEV_DRIVER_OK = 0,
-  CUDAEV_DRIVER_NOT_FOUND,   /* no libcuda.so.1, or no cuGetProcAddress in it */
-  CUDAEV_DRIVER_TOO_OLD,     /* cuDriverGetVersion < the toolkit's CUDA_VERSION */
-  CUDAEV_DRIVER_INIT_FAILED, /* the driver refused to start: cudaev__driver_error() */
+enum cudaev__driver_status {
+  CUDAEV__DRIVER_OK = 0,
+  CUDAEV__DRIVER_NOT_FOUND,   /* no libcuda.so.1, or no cuGetProcAddress in it */
+  CUDAEV__DRIVER_TOO_OLD,     /* cuDriverGetVersion < the toolkit's CUDA_VERSION */
+  CUDAEV__DRIVER_INIT_FAILED, /* the driver refused to start: cudaev__driver_error() */
 };
 
 /* Loads libcuda and fills the table once; later calls return the first
  * outcome. Does not call cuInit. */
-enum cudaev_driver_status cudaev__driver_load(void);
+enum cudaev__driver_status cudaev__driver_load(void);
 
-/* With CUDAEV_DRIVER_INIT_FAILED, the driver's CUresult (e.g. the stub
+/* With CUDAEV__DRIVER_INIT_FAILED, the driver's CUresult (e.g. the stub
  * library's CUDA_ERROR_STUB_LIBRARY). */
 CUresult cudaev__driver_error(void);
 
 /* cuDriverGetVersion of the loaded driver, 0 when none loaded. */
 int cudaev__driver_version(void);
-
-/* The dlopen() handle of libcuda (NULL if not loaded). */
-void *cudaev__driver_handle(void);
 
 /* Replaces the table with *fake and marks the driver loaded, skipping
  * dlopen: for tests that stand in for libcuda. Members left NULL in *fake

@@ -343,7 +343,7 @@ int main(void) {
 
   /* freed array */
   CHECK(cudaFreeArray(au2));
-  /* NVIDIA's runtime crashes here (SIGSEGV in the driver, H200 2026-11-21). */
+  /* NVIDIA's runtime crashes here (SIGSEGV in the driver, H200). */
   TREFUSE(cudaMemcpy2DToArray(au2, 0, 0, h1, 101, 101, 1, cudaMemcpyHostToDevice));
   TREFUSE(cudaMemcpyFromArray(h2, au2, 0, 0, 16, cudaMemcpyDeviceToHost));
 

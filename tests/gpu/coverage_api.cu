@@ -105,7 +105,7 @@ static void group_graphics() {
   printf("== graphics\n");
   cudaGraphicsResource_t res = nullptr;
   /* A made-up resource handle is not passed: the driver dereferences it and
-   * both runtimes crash (H200, 2026-11-21); undefined, not compared. */
+   * both runtimes crash (measured on an H200); undefined, not compared. */
   TISO(cudaGraphicsGLRegisterBuffer(&res, 1, cudaGraphicsRegisterFlagsNone));
   TISO(cudaGraphicsGLRegisterBuffer(&res, 0, cudaGraphicsRegisterFlagsNone));
   TISO(cudaGraphicsGLRegisterBuffer(&res, 1, 0x100));
@@ -774,8 +774,8 @@ static void group_device() {
   T(cudaDeviceUnregisterAsyncNotification(0, cb2));
   TC(cudaDeviceUnregisterAsyncNotification(ndev, cb));
   T(cudaDeviceUnregisterAsyncNotification(0, cb));
-  /* Unregistering twice crashes the driver under both runtimes (H200,
-   * 2026-11-21): undefined, not compared. */
+  /* Unregistering twice crashes the driver under both runtimes (measured on
+   * an H200): undefined, not compared. */
   TREFUSE(cudaDeviceUnregisterAsyncNotification(0, nullptr));
 
   int valid[] = {0};
@@ -999,7 +999,7 @@ static void group_external(cudaStream_t s) {
     T(cudaFreeMipmappedArray(mip));
   }
   cudaExternalMemoryMipmappedArrayDesc adx = ad;
-  adx.numLevels = 0; /* aborts NVIDIA's runtime (driver assert, 2026-11-21) */
+  adx.numLevels = 0; /* aborts NVIDIA's runtime (driver assert) */
   TREFUSE(cudaExternalMemoryGetMappedMipmappedArray(&mip, em, &adx));
   adx = ad;
   adx.offset = size;

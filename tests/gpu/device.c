@@ -115,7 +115,7 @@ int main(void) {
   T(cudaChooseDevice(&chosen, &want));
   printf("choose 9.0 -> %d\n", chosen);
   /* NVIDIA's cudaChooseDevice crashed (SIGSEGV) on a request for
-   * capability 1.0 on an H200 (2026-11-21); the other cases run in a child
+   * capability 1.0 on an H200; the other cases run in a child
    * so such a crash shows as a line of the transcript. */
   static const int majors[] = {1, 50};
   for (int i = 0; i < 2; i++) {
@@ -157,7 +157,7 @@ int main(void) {
   TC(cudaGetDriverEntryPoint("cuNoSuchFunction", &fn, cudaEnableDefault, NULL));
   TC(cudaGetDriverEntryPoint("cuInit", &fn, 0x40, &st));
   /* cudaGetDriverEntryPoint(NULL, ...) crashes NVIDIA's runtime (SIGSEGV,
-   * H200, 2026-11-21): ours returns cudaErrorInvalidValue; not compared. */
+   * H200): ours returns cudaErrorInvalidValue; not compared. */
   T(cudaGetDriverEntryPointByVersion("cuMemAlloc", &fn, 3020, cudaEnableDefault, &st));
   printf("cuMemAlloc@3020 %s status %d\n", fn ? "found" : "NULL", (int)st);
   TC(cudaGetDriverEntryPointByVersion("cuStreamBeginCaptureToGraph", &fn, 11000, cudaEnableDefault,

@@ -1,4 +1,4 @@
-/* Shared by the execution-section programs (issue 4): a template kernel
+/* Shared by the execution-section programs: a template kernel
  * instantiated in two translation units, and the checksum they print. */
 #ifndef CUDAEV_TESTS_GPU_EXEC_COMMON_CUH
 #define CUDAEV_TESTS_GPU_EXEC_COMMON_CUH

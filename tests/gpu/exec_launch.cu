@@ -1,4 +1,4 @@
-/* Execution control on nvcc-built code (issue 4): <<<>>> and
+/* Execution control on nvcc-built code: <<<>>> and
  * cudaLaunchKernel with many parameter types and a 32 KiB parameter,
  * templates instantiated in two translation units, __device__ /
  * __constant__ / __managed__ variables and symbol copies, device printf,

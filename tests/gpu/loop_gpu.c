@@ -1,4 +1,4 @@
-/* GPU tests of the loop (issue 6): every completion source, loop-thread
+/* GPU tests of the loop: every completion source, loop-thread
  * host functions calling CUDA, blocking calls from other threads while the
  * loop runs, notifications, the pooled-event fallback, and a faulting
  * kernel (in a child process) failing every pending future within 1 s.

@@ -96,7 +96,7 @@ int main(void) {
   printf("mem sync domain = %d\n", (int)out.memSyncDomain);
   TC(cudaStreamGetAttribute(s, cudaLaunchAttributeCooperative, &out));
   TC(cudaStreamGetAttribute(s, (cudaStreamAttrID)1000, &out));
-  /* NULL values crash NVIDIA's runtime (H200, 2026-11-21). */
+  /* NULL values crash NVIDIA's runtime (measured on an H200). */
   TREFUSE(cudaStreamGetAttribute(s, cudaStreamAttributeSynchronizationPolicy, NULL));
   TREFUSE(cudaStreamSetAttribute(s, cudaStreamAttributeSynchronizationPolicy, NULL));
   T(cudaStreamCopyAttributes(nb, s));

@@ -21,7 +21,7 @@ Test(driver, no_libcuda_is_insufficient_driver) {
   if (have_real_driver()) cr_skip_test("a CUDA driver is installed here");
   void *stub = dlopen("libcuda.so.1", RTLD_NOW);
   if (stub != NULL) cr_skip_test("a libcuda.so.1 is on the search path");
-  cr_expect_eq(cudaev__driver_load(), CUDAEV_DRIVER_NOT_FOUND);
+  cr_expect_eq(cudaev__driver_load(), CUDAEV__DRIVER_NOT_FOUND);
   int n = -1, v = -1;
   cr_expect_eq(cudaGetDeviceCount(&n), cudaErrorInsufficientDriver);
   cr_expect_eq(n, -1);
@@ -43,7 +43,7 @@ Test(driver, stub_library_is_reported) {
   cr_assert_not_null(stub, "%s: %s", path, dlerror());
   int n = -1;
   cr_expect_eq(cudaGetDeviceCount(&n), cudaErrorStubLibrary);
-  cr_expect_eq(cudaev__driver_load(), CUDAEV_DRIVER_INIT_FAILED);
+  cr_expect_eq(cudaev__driver_load(), CUDAEV__DRIVER_INIT_FAILED);
   cr_expect_eq(cudaev__driver_error(), CUDA_ERROR_STUB_LIBRARY);
   cr_expect_eq(cudaGetLastError(), cudaErrorStubLibrary);
   int v = -1;
@@ -56,7 +56,7 @@ static struct cudaev_driver fake;
 Test(driver, missing_entry_points_return_not_supported) {
   fake_driver_base(&fake);
   cudaev__driver_install(&fake, 13000);
-  cr_assert_eq(cudaev__driver_load(), CUDAEV_DRIVER_OK);
+  cr_assert_eq(cudaev__driver_load(), CUDAEV__DRIVER_OK);
   cr_assert_not_null(cudaev__drv.cuMemAlloc);
   CUdeviceptr p;
   cr_expect_eq(cudaev__drv.cuMemAlloc(&p, 16), CUDA_ERROR_NOT_SUPPORTED);

@@ -2,7 +2,7 @@
  * that it also runs under ThreadSanitizer: Criterion's fork arena cannot
  * start under TSan (Snaipe/Criterion#274). Exit 0 = pass.
  * CUDAEV_TEST_FUTURES sets the number of futures of the 32-thread test
- * (default 64k; the issue's 10M: CUDAEV_TEST_FUTURES=10000000). */
+ * (default 64k; the 10M-future target: CUDAEV_TEST_FUTURES=10000000). */
 #include <ev.h>
 #include <malloc.h>
 #include <pthread.h>

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 
 #include "fake_driver.h"
-#include "stream.h"
+#include "handle.h"
 
 static struct {
   int calls;

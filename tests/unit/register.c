@@ -6,32 +6,11 @@
 #include <criterion/criterion.h>
 
 #include "fake_driver.h"
+#include "nvcc_abi.h"
 #include "register.h"
 
 #include <pthread.h>
 #include <stdio.h>
-
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaUnregisterFatBinary(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize);
-void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
-                       const char *deviceName, int ext, size_t size, int constant, int global);
-void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress,
-                              const char *deviceName, int ext, size_t size, int constant,
-                              int global);
-char __cudaInitModule(void **fatCubinHandle);
-unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
-                                     struct CUstream_st *stream);
-cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
-                                       void *stream);
-cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun);
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-                               size_t sharedMem, cudaStream_t stream);
-cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-                                    size_t sharedMem, cudaStream_t stream);
 
 struct wrapper {
   int magic, version;
@@ -338,7 +317,7 @@ Test(register_, many_translation_units) {
   }
   for (int i = 0; i < FATBINS; i++)
     for (int j = 0; j < PER; j++) {
-      struct cudaev_kfunc *f = cudaev__kfunc_find(&stubs[i][j]);
+      struct cudaev__kfunc *f = cudaev__kfunc_find(&stubs[i][j]);
       cr_assert_not_null(f);
       cr_assert_str_eq(f->name, names[i][j]);
     }
@@ -525,7 +504,7 @@ static void *conc_reader(void *arg) {
   (void)arg;
   while (!atomic_load(&conc_done)) {
     if (cudaev__kfunc_find(&stub_k1) == NULL) atomic_fetch_add(&conc_misses, 1);
-    struct cudaev_kfunc *f = cudaev__kfunc_find(&stub_k2);
+    struct cudaev__kfunc *f = cudaev__kfunc_find(&stub_k2);
     if (f == NULL || f->magic != CUDAEV_KFUNC_MAGIC) atomic_fetch_add(&conc_misses, 1);
   }
   return NULL;

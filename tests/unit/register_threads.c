@@ -4,16 +4,11 @@
  * kernels (growing the map several times) and unregisters them. Exits 0
  * when every lookup found the right record. */
 #include "fake_driver.h"
+#include "nvcc_abi.h"
 #include "register.h"
 
 #include <pthread.h>
 #include <stdio.h>
-
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaUnregisterFatBinary(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize);
 
 struct wrapper {
   int magic, version;
@@ -31,7 +26,7 @@ static atomic_int misses;
 static void *reader(void *arg) {
   (void)arg;
   while (!atomic_load(&done)) {
-    struct cudaev_kfunc *f = cudaev__kfunc_find(&stub);
+    struct cudaev__kfunc *f = cudaev__kfunc_find(&stub);
     if (f == NULL || f->magic != CUDAEV_KFUNC_MAGIC || strcmp(f->name, "k") != 0)
       atomic_fetch_add(&misses, 1);
   }
