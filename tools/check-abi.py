@@ -112,14 +112,21 @@ def write_baseline(path, syms, nodes, released):
             f.write("%s@@%s\n" % (name, syms[name]))
 
 
+def shown(path):
+    """A path as a reader can use it from the repository's root."""
+    path = os.path.abspath(path)
+    return os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("library", nargs="?", default=os.path.join(ROOT, "build", "libcudart.so.13"))
     ap.add_argument("--baseline", default=DEFAULT_BASELINE)
     ap.add_argument("--update", action="store_true", help="rewrite the baseline from LIBRARY")
     a = ap.parse_args()
+    lib, base = shown(a.library), shown(a.baseline)
 
-    syms, nodes, base = library_abi(a.library)
+    syms, nodes, _ = library_abi(a.library)
     have_baseline = os.path.exists(a.baseline)
     old_syms, old_nodes, released = read_baseline(a.baseline) if have_baseline else ({}, {}, [])
 
@@ -152,19 +159,19 @@ def main():
                 print("check-abi: %s (released node)" % d)
             print("check-abi: not updating %s: a released node keeps its symbols; new functions "
                   "go into a new version node (tools/gen_version_script.py NODES), and dropping or "
-                  "moving released symbols needs a new SONAME" % a.baseline)
+                  "moving released symbols needs a new SONAME" % base)
             return 1
         os.makedirs(os.path.dirname(os.path.abspath(a.baseline)), exist_ok=True)
         write_baseline(a.baseline, syms, nodes, released)
         print("check-abi: wrote %s: %d symbols in %d version nodes, %d changes"
-              % (a.baseline, len(syms), len(nodes), len(diffs)))
+              % (base, len(syms), len(nodes), len(diffs)))
         return 0
 
     print("check-abi: %s: %d symbols in %d version nodes (%s); baseline %s"
-          % (a.library, len(syms), len(nodes), ", ".join(nodes), a.baseline))
+          % (lib, len(syms), len(nodes), ", ".join(nodes), base))
     if not have_baseline:
         print("check-abi: no baseline at %s; write it with\n  tools/check-abi.py %s --update"
-              % (a.baseline, a.library))
+              % (base, lib))
         print("0 passed, 1 failed")
         return 1
     for d, r in diffs:
@@ -178,7 +185,7 @@ def main():
               "  tools/check-abi.py %s --update\n"
               "and commit abi/ with the change. A cudaev_ function added after a release goes\n"
               "into a new version node (tools/gen_version_script.py; CONTRIBUTING.md, ABI policy)."
-              % a.library)
+              % lib)
     if diffs:
         print("0 passed, 1 failed")
         return 1
