@@ -15,7 +15,8 @@ The header's layout is the format:
     (the GPU completion sources' common rules) and goes on each of its
     pages;
   - in a comment, a blank line starts a paragraph, "- " starts a list
-    item, and an indented paragraph is kept as it is laid out.
+    item, and an indented paragraph is kept as it is laid out;
+  - `//` comments and `/** */` are read too; inline function bodies are not.
 Writing pages never fails on the header's content (the build goes on);
 --check fails for a function without a comment of its own, and for any
 exported cudaev_ function without a page (or declared but not exported).
@@ -55,7 +56,7 @@ def comment_lines(block):
             s = s[: s.rfind("*/")].rstrip() if "*/" in s else s
         st = s.lstrip()
         if i == 0:
-            st = st[2:]  # "/*"
+            st = st[2:].lstrip("*!")  # "/*", "/**", "/*!"
         elif st.startswith("*"):
             st = st[1:]
         else:
@@ -79,6 +80,13 @@ def parse(path):
         if not st or st in ('extern "C" {', "}"):
             events.append(("blank" if not st else "skip", None, n))
             i += 1
+        elif st.startswith("//"):
+            block = []
+            while i < len(src) and src[i].strip().startswith("//"):
+                block.append(src[i].strip()[2:].lstrip("/"))
+                i += 1
+            lines = [l[1:] if l.startswith(" ") else l for l in block]
+            events.append(("comment", [l for l in lines], n))
         elif st.startswith("/*"):
             block, rest = [line], st[2:]
             while "*/" not in rest and i + 1 < len(src):  # ends at the first "*/"
@@ -219,7 +227,7 @@ def summary(lines):
 def header(name, sec, version):
     return [
         '.\\" Written by tools/gen_man.py from include/cudaev.h: edit the header, not this page.',
-        '.TH %s %s "" "cudaev %s" "cudaev Manual"' % (name, sec, version),
+        '.TH %s %s "" "%s" "cudaev Manual"' % (name, sec, ("cudaev " + version).strip()),
         ".nh",  # names like cudaev_loop_destroy must not be hyphenated
         ".ad l",
     ]
