@@ -1,15 +1,48 @@
 #!/usr/bin/env python3
 """Write the linker version script: every reference export under the node
-libcudart.so.13 (as NVIDIA's library has them), our own API under CUDAEV_0,
-nothing else exported.
+libcudart.so.13 (as NVIDIA's library has them), our own API under the
+CUDAEV_<n> nodes of NODES, nothing else exported.
 
 usage: gen_version_script.py EXPORTS OUT
 """
 import sys
 
-names = [l.strip() for l in open(sys.argv[1]) if l.strip()]
-with open(sys.argv[2], "w") as f:
-    f.write("libcudart.so.13 {\n  global:\n")
-    for n in names:
-        f.write("    %s;\n" % n)
-    f.write("};\n\nCUDAEV_0 {\n  global:\n    cudaev_[a-z]*;\n  local:\n    *;\n};\n")
+# The version nodes, oldest first: (node, parent node or None, names).
+# A name is an exact symbol or a glob. The linker prefers an exact name to a
+# glob, so a function listed by name in a later node leaves CUDAEV_0's glob.
+#
+# cudaev_ functions added after a release go into a new node that names
+# them and inherits the one before, e.g.
+#     ("CUDAEV_1", "CUDAEV_0", ["cudaev_loop_stats"]),
+# then `tools/check-abi.py --update` records them (CONTRIBUTING.md).
+# None stands for NVIDIA's 422 names from EXPORTS.
+NODES = [
+    ("libcudart.so.13", None, None),
+    ("CUDAEV_0", None, ["cudaev_[a-z]*"]),
+]
+
+
+def script(exports):
+    out = []
+    for i, (node, parent, names) in enumerate(NODES):
+        if names is None:
+            names = exports
+        out.append("%s {\n  global:\n" % node)
+        out.extend("    %s;\n" % n for n in names)
+        # Anything no node names stays hidden (stated once, in the last node).
+        if i == len(NODES) - 1:
+            out.append("  local:\n    *;\n")
+        out.append("}%s;\n" % (" " + parent if parent else ""))
+        if i != len(NODES) - 1:
+            out.append("\n")
+    return "".join(out)
+
+
+def main():
+    exports = [l.strip() for l in open(sys.argv[1]) if l.strip()]
+    with open(sys.argv[2], "w") as f:
+        f.write(script(exports))
+
+
+if __name__ == "__main__":
+    main()
