@@ -12,14 +12,33 @@
 
 #include "cudaev.h"
 
-#define LC_DRIVER(X)                                                                             \
-  X(cuModuleLoadData)                                                                            \
-  X(cuModuleGetFunction) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)             \
-      X(cuStreamQuery) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyDtoH) X(cuMemcpyHtoD) X(cuMemsetD32) \
-          X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer) X(cuStreamWaitValue32) \
-              X(cuStreamWriteValue32) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventDestroy)        \
-                  X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuCtxGetCurrent) X(cuCtxSetCurrent)    \
-                      X(cuMemFreeAsync)
+/* One X() per line: clang-format 14 never settles on a packed list. */
+#define LC_DRIVER(X)           \
+  X(cuModuleLoadData)          \
+  X(cuModuleGetFunction)       \
+  X(cuStreamCreate)            \
+  X(cuStreamDestroy)           \
+  X(cuStreamSynchronize)       \
+  X(cuStreamQuery)             \
+  X(cuMemAlloc)                \
+  X(cuMemFree)                 \
+  X(cuMemcpyDtoH)              \
+  X(cuMemcpyHtoD)              \
+  X(cuMemsetD32)               \
+  X(cuMemHostAlloc)            \
+  X(cuMemFreeHost)             \
+  X(cuMemHostGetDevicePointer) \
+  X(cuStreamWaitValue32)       \
+  X(cuStreamWriteValue32)      \
+  X(cuEventCreate)             \
+  X(cuEventRecord)             \
+  X(cuEventQuery)              \
+  X(cuEventDestroy)            \
+  X(cuLaunchKernel)            \
+  X(cuLaunchHostFunc)          \
+  X(cuCtxGetCurrent)           \
+  X(cuCtxSetCurrent)           \
+  X(cuMemFreeAsync)
 
 #define LC_DECL(n) static __typeof__(&n) d_##n;
 LC_DRIVER(LC_DECL)

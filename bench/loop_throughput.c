@@ -265,8 +265,8 @@ static void *submit_main(void *arg) {
         if (m == M_REF_EVENT || m == M_REF_EVONLY) LC_CU(d_cuEventRecord(ref_events[i][k], ss[i]));
         if (m == M_REF_MK || m == M_REF_MKR || m == M_REF_MKONLY) {
           void *args[] = {&w, &v};
-          LC_CU(d_cuLaunchKernel(m == M_REF_MKR ? lc_mark_rel : lc_mark, 1, 1, 1, 1, 1, 1, 0,
-                                 ss[i], args, NULL));
+          LC_CU(d_cuLaunchKernel(m == M_REF_MKR ? lc_mark_rel : lc_mark, 1, 1, 1, 1, 1, 1, 0, ss[i],
+                                 args, NULL));
         } else if (last || m == M_REF || m == M_REF_MARK) {
           LC_CU(d_cuStreamWriteValue32(ss[i], w, v, 0));
         }
@@ -284,10 +284,10 @@ static void *submit_main(void *arg) {
 /* Futures per stream in a rate window: what fits in the queue budget. */
 static long rate_depth(enum mode m) {
   long ops = OPS_PER_QUEUE / per_queue(NSTREAMS) - 3; /* the gate, up to 2 armed wakeups */
-  long per = m == M_MARKER || m == M_REF_MARK || m == M_REF_KONLY || m == M_REF_EVONLY ||
-                     m == M_REF_MKONLY
-                 ? ops
-                 : ops / 2;
+  long per =
+      m == M_MARKER || m == M_REF_MARK || m == M_REF_KONLY || m == M_REF_EVONLY || m == M_REF_MKONLY
+          ? ops
+          : ops / 2;
   if (per > 128) per = 128;
   return per < 2 ? 2 : per;
 }
@@ -537,7 +537,8 @@ int main(int argc, char **argv) {
     char bname[64];
     snprintf(bname, sizeof bname, "%.*s", (int)(strlen(refs[j].name) - 6), refs[j].name);
     if (!bench_begin(bname)) continue;
-    if ((refs[j].mode == M_REF_EVENT || refs[j].mode == M_REF_EVONLY || refs[j].mode == M_REF_MIXED) &&
+    if ((refs[j].mode == M_REF_EVENT || refs[j].mode == M_REF_EVONLY ||
+         refs[j].mode == M_REF_MIXED) &&
         ref_events[0][0] == NULL)
       for (int i = 0; i < 64; i++)
         for (int k = 0; k < 128; k++)
