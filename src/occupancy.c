@@ -8,10 +8,11 @@ _Static_assert(cudaOccupancyDefault == CU_OCCUPANCY_DEFAULT, "occupancy flags");
 _Static_assert(cudaOccupancyDisableCachingOverride == CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE,
                "occupancy flags");
 
-/* Makes a context current and finds the kernel; the error is recorded. */
+/* Finds the kernel; the error is recorded. The context comes first, before
+ * the output pointers are checked (internal.h: initialisation before
+ * arguments). */
 static cudaError_t occupancy_kernel(const void *func, CUkernel *k) {
-  cudaError_t e = cudaev__ctx();
-  if (e == cudaSuccess) e = cudaev__kernel_lookup(func, k);
+  cudaError_t e = cudaev__kernel_lookup(func, k);
   return e == cudaSuccess ? e : cudaev__ret(e);
 }
 
@@ -19,6 +20,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlock
                                                                    int blockSize,
                                                                    size_t dynamicSMemSize,
                                                                    unsigned int flags) {
+  CUDAEV_CTX_OR_RETURN();
   if (numBlocks == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = occupancy_kernel(func, &k);
@@ -37,6 +39,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const 
 
 cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, const void *func,
                                                       int numBlocks, int blockSize) {
+  CUDAEV_CTX_OR_RETURN();
   if (dynamicSmemSize == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = occupancy_kernel(func, &k);
@@ -47,6 +50,7 @@ cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, c
 
 cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func,
                                            const cudaLaunchConfig_t *launchConfig) {
+  CUDAEV_CTX_OR_RETURN();
   if (numClusters == NULL || launchConfig == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = occupancy_kernel(func, &k);
@@ -58,6 +62,7 @@ cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func,
 
 cudaError_t cudaOccupancyMaxPotentialClusterSize(int *clusterSize, const void *func,
                                                  const cudaLaunchConfig_t *launchConfig) {
+  CUDAEV_CTX_OR_RETURN();
   if (clusterSize == NULL || launchConfig == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = occupancy_kernel(func, &k);
