@@ -31,9 +31,11 @@ def run(harness, libdir, expect, jobs, timeout, outfile, extra):
     env = dict(os.environ)
     old = env.get("LD_LIBRARY_PATH")
     env["LD_LIBRARY_PATH"] = ":".join([libdir] + ([extra] if extra else []) + ([old] if old else []))
-    # Under AddressSanitizer a crash of NVIDIA's library must stay a signal
-    # (ASan's own SEGV report would turn it into "exit:1").
+    # In a sanitized build a crash of NVIDIA's library stays a signal (ASan's
+    # own SEGV report would make it "exit:1"); a memory error or undefined
+    # behaviour in ours ends the child ("exit:N"), so it counts as a crash.
     env.setdefault("ASAN_OPTIONS", "handle_segv=0:handle_sigbus=0:handle_abort=0:detect_leaks=0")
+    env.setdefault("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
     cmd = [harness, "-e", expect, "-t", str(timeout)] + (["-j", str(jobs)] if jobs else [])
     with open(outfile, "w") as f:
         p = subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.PIPE, text=True)

@@ -519,6 +519,7 @@ int main(int argc, char **argv) {
     }
   }
   if (jobs < 1) jobs = 1;
+  if (jobs > 64) jobs = 64;
   if (batch < 1) batch = 1;
   if (list) {
     for (int i = 0; i < bi_ncases; i++)
