@@ -418,20 +418,23 @@ static char **batchnote; /* per case: why it was re-run alone */
 static struct job *queue;
 static int qhead, qtail, qcap;
 
+/* Queues a job at the back, or at the front (re-runs go first). */
 static void push(struct job j, int front) {
-  if (qtail - qhead + 1 > qcap - qtail && qhead > 0) {
-    memmove(queue, queue + qhead, (size_t)(qtail - qhead) * sizeof *queue);
-    qtail -= qhead, qhead = 0;
-  }
-  if (qtail >= qcap) {
-    qcap = qcap ? qcap * 2 : 256;
-    queue = realloc(queue, (size_t)qcap * sizeof *queue);
-  }
   if (front && qhead > 0) {
     queue[--qhead] = j;
-  } else if (front) {
-    memmove(queue + qhead + 1, queue + qhead, (size_t)(qtail - qhead) * sizeof *queue);
-    queue[qhead] = j;
+    return;
+  }
+  if (qtail == qcap) {
+    qcap = qcap ? 2 * qcap : 256;
+    queue = realloc(queue, (size_t)qcap * sizeof *queue);
+    if (queue == NULL) {
+      perror("badinput");
+      exit(2);
+    }
+  }
+  if (front) {
+    memmove(queue + 1, queue, (size_t)qtail * sizeof *queue);
+    queue[0] = j;
     qtail++;
   } else {
     queue[qtail++] = j;
