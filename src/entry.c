@@ -50,10 +50,13 @@ cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
   return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus, true);
 }
 
-/* The runtime keeps no export tables of its own: every id is the driver's. */
+/* The runtime keeps no export tables of its own: every id is the driver's.
+ * NVIDIA's runtime checks the pointers before anything else, and answers
+ * cudaErrorUnknown, not the initialisation error, when there is no driver
+ * to ask (none, or the toolkit's stub). */
 cudaError_t cudaGetExportTable(const void **ppExportTable, const cudaUUID_t *pExportTableId) {
-  CUDAEV_INIT_OR_RETURN();
   if (ppExportTable == NULL || pExportTableId == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (cudaev__init() != cudaSuccess) return cudaev__ret(cudaErrorUnknown);
   return cudaev__ret_cu(
       cudaev__drv.cuGetExportTable(ppExportTable, (const CUuuid *)pExportTableId));
 }

@@ -6,7 +6,7 @@
 
 static const char unrecognized[] = "unrecognized error code";
 
-/* Codes are sparse (0..1000): a switch compiles to a jump table or a binary
+/* Codes are sparse (0..1000, and 10000): a switch compiles to a jump table or a binary
  * search, with no table to keep sorted by hand. */
 static const char *error_name(int e) {
   switch (e) {

@@ -172,4 +172,5 @@
     "one or more resources passed in are not valid resource types for the operation")              \
   X(915, cudaErrorInvalidResourceConfiguration,                                                    \
     "one or more resources are insufficient or non-applicable for the operation")                  \
-  X(999, cudaErrorUnknown, "unknown error")
+  X(999, cudaErrorUnknown, "unknown error")                                                        \
+  X(10000, cudaErrorApiFailureBase, "api failure base")

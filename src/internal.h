@@ -125,7 +125,17 @@ static inline cudaError_t cudaev__ctx(void) {
 cudaError_t cudaev__primary_ctx(int d, CUcontext *out);
 
 /* Leave the calling cudaXxx function with the error (recorded) when the
- * runtime cannot initialise / no context can be made current. */
+ * runtime cannot initialise / no context can be made current.
+ *
+ * These come first in a function, before any argument is looked at:
+ * NVIDIA's runtime initialises before it validates, so without a usable
+ * driver a NULL or bad argument gets the initialisation error
+ * (cudaErrorInsufficientDriver, cudaErrorStubLibrary...), whether or not an
+ * earlier call already tried to initialise (tests/badinput). The argument
+ * checks after them keep the order and codes NVIDIA's runtime shows on a
+ * GPU. The exceptions are the functions that never initialise (error
+ * names and strings, versions, cudaCreateChannelDesc...) and
+ * cudaGetExportTable, which checks its pointers first. */
 #define CUDAEV_INIT_OR_RETURN()                                               \
   do {                                                                        \
     cudaError_t init_e_ = cudaev__init();                                     \

@@ -6,10 +6,11 @@
 #include "register.h"
 
 /* The occupancy flags are the driver's (abi_asserts.c). */
-/* Makes a context current and finds the kernel; the error is recorded. */
+/* Finds the kernel; the error is recorded. The context comes first, before
+ * the output pointers are checked (internal.h: initialisation before
+ * arguments). */
 static cudaError_t occupancy_kernel(const void *func, CUkernel *k) {
-  cudaError_t e = cudaev__ctx();
-  if (e == cudaSuccess) e = cudaev__kernel_lookup(func, k);
+  cudaError_t e = cudaev__kernel_lookup(func, k);
   return e == cudaSuccess ? e : cudaev__ret(e);
 }
 
@@ -17,6 +18,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlock
                                                                    int blockSize,
                                                                    size_t dynamicSMemSize,
                                                                    unsigned int flags) {
+  CUDAEV_CTX_OR_RETURN();
   if (numBlocks == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = occupancy_kernel(func, &k);
@@ -35,6 +37,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const 
 
 cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, const void *func,
                                                       int numBlocks, int blockSize) {
+  CUDAEV_CTX_OR_RETURN();
   if (dynamicSmemSize == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = occupancy_kernel(func, &k);
@@ -45,6 +48,7 @@ cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, c
 
 cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func,
                                            const cudaLaunchConfig_t *launchConfig) {
+  CUDAEV_CTX_OR_RETURN();
   if (numClusters == NULL || launchConfig == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = occupancy_kernel(func, &k);
@@ -56,6 +60,7 @@ cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func,
 
 cudaError_t cudaOccupancyMaxPotentialClusterSize(int *clusterSize, const void *func,
                                                  const cudaLaunchConfig_t *launchConfig) {
+  CUDAEV_CTX_OR_RETURN();
   if (clusterSize == NULL || launchConfig == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = occupancy_kernel(func, &k);

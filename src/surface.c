@@ -25,10 +25,9 @@ cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject) {
 
 cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc *pResDesc,
                                              cudaSurfaceObject_t surfObject) {
-  /* NVIDIA's runtime answers a NULL output with cudaErrorInvalidDevice,
-   * before it initialises. */
-  if (pResDesc == NULL) return cudaev__ret(cudaErrorInvalidDevice);
   CUDAEV_CTX_OR_RETURN();
+  /* NVIDIA's runtime answers a NULL output with cudaErrorInvalidDevice. */
+  if (pResDesc == NULL) return cudaev__ret(cudaErrorInvalidDevice);
   CUDA_RESOURCE_DESC rd;
   CUresult r = cudaev__drv.cuSurfObjectGetResourceDesc(&rd, (CUsurfObject)surfObject);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);

@@ -63,11 +63,10 @@ cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject,
                                     const struct cudaTextureDesc *pTexDesc,
                                     const struct cudaResourceViewDesc *pResViewDesc) {
   /* NVIDIA's order and codes: no resource descriptor is an invalid value,
-   * no texture descriptor an invalid resource handle, both before the
-   * runtime initialises; then the output. */
+   * no texture descriptor an invalid resource handle, then the output. */
+  CUDAEV_CTX_OR_RETURN();
   if (pResDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   if (pTexDesc == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
-  CUDAEV_CTX_OR_RETURN();
   if (pTexObject == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_RESOURCE_DESC rd;
   CUDA_TEXTURE_DESC td;
@@ -101,10 +100,10 @@ cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *pResDesc,
 
 cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *pTexDesc,
                                             cudaTextureObject_t texObject) {
-  /* NVIDIA's runtime answers a NULL output with an invalid resource
-   * handle, before it initialises. */
-  if (pTexDesc == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   CUDAEV_CTX_OR_RETURN();
+  /* NVIDIA's runtime answers a NULL output with an invalid resource
+   * handle. */
+  if (pTexDesc == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   CUDA_TEXTURE_DESC td;
   memset(&td, 0, sizeof td); /* the driver may leave fields (borderColor) unwritten */
   CUresult r = cudaev__drv.cuTexObjectGetTextureDesc(&td, (CUtexObject)texObject);

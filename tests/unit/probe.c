@@ -12,6 +12,9 @@
 int main(void) {
   for (int c = -2; c <= 1100; c++)
     printf("%d %s | %s\n", c, cudaGetErrorName((cudaError_t)c), cudaGetErrorString((cudaError_t)c));
+  /* cudaErrorApiFailureBase, the one name above 1000. */
+  for (int c = 9999; c <= 10001; c++)
+    printf("%d %s | %s\n", c, cudaGetErrorName((cudaError_t)c), cudaGetErrorString((cudaError_t)c));
 
   int n = -7, v = -7, d = -7;
   size_t z = 7;
