@@ -9,7 +9,7 @@
 #   suite     the gpu suite (NVIDIA's runtime and ours, transcripts compared),
 #             with no libev anywhere on the library path or in ldconfig
 #   async     the programs that run the application's own libev (apart, with
-#             libev on their path only)
+#             libev on their path only): async_pipeline, examples/loop_libev
 #   pytorch   tests/pytorch/run.sh (LD_PRELOAD), no libev on the path
 #   bench     bench/run.sh (BENCH_ROUNDS, BENCH_BUDGET, BENCH_PROGRAMS apply)
 #   badinput  tests/badinput/run.sh, if present
@@ -43,7 +43,8 @@ for part in "$@"; do
   t0=$(date +%s)
   case $part in
     suite)
-      tests/gpu/run.sh -b "$build" -o "$logs/gpu" -x async_pipeline gpu >"$logs/suite.txt" 2>&1
+      tests/gpu/run.sh -b "$build" -o "$logs/gpu" -x async_pipeline -x example_loop_libev_gpu gpu \
+        >"$logs/suite.txt" 2>&1
       grep -E '^(FAIL|SKIP)' "$logs/suite.txt" | head -20 | tee -a "$summary"
       note "suite (no libev): $(tail -n 1 "$logs/suite.txt")"
       ;;
@@ -52,6 +53,10 @@ for part in "$@"; do
       LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH "$build/examples/async_pipeline" \
         >"$logs/async_pipeline.txt" 2>&1 || rc=$?
       note "async_pipeline (application's libev): exit $rc; $(tail -n 1 "$logs/async_pipeline.txt")"
+      rc=0
+      LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH "$build/examples/loop_libev" --gpu \
+        >"$logs/loop_libev.txt" 2>&1 || rc=$?
+      note "loop_libev --gpu (application's libev): exit $rc; $(tail -n 1 "$logs/loop_libev.txt")"
       ;;
     pytorch)
       tests/pytorch/run.sh "$build" "$logs/pytorch" >"$logs/pytorch.txt" 2>&1

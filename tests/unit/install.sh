@@ -1,23 +1,81 @@
 #!/bin/sh
 # `meson install` puts libcudart.so.13 in its own folder under libdir with a
-# pkg-config file, so that `pkg-config --libs cudaev` links ours.
-#   install.sh BUILD_DIR
+# pkg-config file, cudaev.h and cudaev-info. A program built with nothing but
+# `pkg-config --cflags --libs cudaev` must compile under -pedantic -Werror
+# (the toolkit's headers come in through -isystem) and must load OUR
+# libcudart.so.13, also with the toolkit's lib64 on LD_LIBRARY_PATH (the .pc
+# gives it a DT_RPATH, which the loader searches before LD_LIBRARY_PATH).
+#   install.sh BUILD_DIR SOURCE_DIR TOOLKIT CC SANITIZE
+# The install goes to a DESTDIR; pkg-config's prefix is moved there with
+# --define-variable, so the rpath names the files actually installed.
 set -eu
-build=$1
+build=$1 src=$2 toolkit=$3 cc=$4 sanitize=$5
 dest="$build/install-test"
+fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$dest"
 DESTDIR="$dest" meson install -C "$build" --no-rebuild --quiet >/dev/null
 pc=$(find "$dest" -name cudaev.pc | head -n 1)
-[ -n "$pc" ] || { echo "FAIL: no cudaev.pc installed"; exit 1; }
-case "$pc" in */pkgconfig/cudaev.pc) ;; *) echo "FAIL: cudaev.pc not in a pkgconfig dir: $pc"; exit 1 ;; esac
-libs=$(PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR="$dest" pkg-config --libs cudaev)
+[ -n "$pc" ] || fail "no cudaev.pc installed"
+case "$pc" in */pkgconfig/cudaev.pc) ;; *) fail "cudaev.pc not in a pkgconfig dir: $pc" ;; esac
+prefix=$(sed -n 's/^prefix=//p' "$pc")
+pkgconf() { PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$dest$prefix" "$@" cudaev; }
+cflags=$(pkgconf --cflags) libs=$(pkgconf --libs)
+echo "pkg-config --cflags cudaev: $cflags"
 echo "pkg-config --libs cudaev: $libs"
+
 libdir=$(echo "$libs" | sed -n 's/.*-L\([^ ]*\).*/\1/p')
-case "$libdir" in */cudaev) ;; *) echo "FAIL: -L is not a folder of its own: $libdir"; exit 1 ;; esac
-echo "$libs" | grep -q -- "-lcudart" || { echo "FAIL: no -lcudart"; exit 1; }
+case "$libdir" in */cudaev) ;; *) fail "-L is not a folder of its own: $libdir" ;; esac
+echo "$libs" | grep -q -- "-lcudart" || fail "no -lcudart"
+echo "$libs" | grep -q -- "-Wl,--disable-new-dtags,-rpath,$libdir\( \|$\)" || fail "no DT_RPATH to $libdir"
+echo "$cflags" | grep -q -- "-isystem $toolkit/include" || fail "the toolkit's headers are not -isystem"
 lib="$libdir/libcudart.so.13"
-[ -e "$lib" ] || { echo "FAIL: $lib not installed"; exit 1; }
-readelf -d "$lib" | grep -q 'SONAME.*\[libcudart\.so\.13\]' || { echo "FAIL: SONAME of $lib"; exit 1; }
-find "$dest" -name cudaev.h | grep -q . || { echo "FAIL: cudaev.h not installed"; exit 1; }
+[ -e "$lib" ] || fail "$lib not installed"
+readelf -d "$lib" | grep -q 'SONAME.*\[libcudart\.so\.13\]' || fail "SONAME of $lib"
+find "$dest" -name cudaev.h | grep -q . || fail "cudaev.h not installed"
+
+# A user's program, built from pkg-config alone. -std=c99 -pedantic is what
+# proves -isystem: the toolkit's headers use C11's anonymous unions, which
+# -pedantic reports in C99 unless they are system headers. Under a sanitizer
+# the installed library needs its runtime first in the process, so the
+# program is built with it too.
+san=""
+[ "$sanitize" = none ] || san="-fsanitize=$sanitize"
+probe="$dest/probe"
+# shellcheck disable=SC2086
+"$cc" -std=c11 -Wall -Wextra -pedantic -Werror -fsyntax-only "$src/tests/unit/install_probe.c" \
+  $cflags || fail "the probe does not build with -std=c11 -pedantic -Werror from pkg-config alone"
+# shellcheck disable=SC2086
+"$cc" -std=c99 -Wall -Wextra -pedantic -Werror $san -o "$probe" "$src/tests/unit/install_probe.c" \
+  $cflags $libs -ldl || fail "the probe does not build with -std=c99 -pedantic -Werror from pkg-config alone"
+readelf -d "$probe" | grep -q "(RPATH).*$libdir" || fail "the probe has no DT_RPATH to $libdir"
+for llp in "" "$toolkit/lib64"; do
+  out=$(env -u LD_LIBRARY_PATH ${llp:+LD_LIBRARY_PATH=$llp} "$probe" 2>&1) ||
+    fail "the probe (LD_LIBRARY_PATH=${llp:-unset}) failed: $out"
+  echo "$out" | grep -qx "libcudart.so.13: $lib" ||
+    fail "LD_LIBRARY_PATH=${llp:-unset}: not ours: $out"
+  echo "with LD_LIBRARY_PATH=${llp:-unset}: $(echo "$out" | head -n 1)"
+done
+
+# The trap the rpath avoids, shown where this machine sets it: without the
+# rpath, the toolkit's library on LD_LIBRARY_PATH is loaded and lacks our
+# version node.
+if [ -e "$toolkit/lib64/libcudart.so.13" ]; then
+  # shellcheck disable=SC2086
+  "$cc" -std=c11 $san -o "$probe-norpath" "$src/tests/unit/install_probe.c" $cflags \
+    -L"$libdir" -lcudart -ldl
+  if out=$(LD_LIBRARY_PATH="$toolkit/lib64" "$probe-norpath" 2>&1); then
+    fail "control: without the rpath the toolkit's library should have won: $out"
+  fi
+  echo "control, no rpath, toolkit on LD_LIBRARY_PATH: $(echo "$out" | head -n 1)"
+fi
+
+# cudaev-info is installed with a relative rpath, so it runs from DESTDIR.
+info=$(find "$dest" -path '*/bin/cudaev-info' | head -n 1)
+[ -n "$info" ] || fail "cudaev-info not installed"
+rc=0
+out=$(env -u LD_LIBRARY_PATH "$info") || rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 2 ] || fail "installed cudaev-info exit $rc: $out"
+echo "$out" | grep -qx "libcudart.so.13: $(readlink -f "$lib")" ||
+  fail "installed cudaev-info did not load the installed library: $out"
 rm -rf "$dest"
-echo "ok: installed into its own folder, pkg-config links it"
+echo "ok: installed into its own folder; a pkg-config-only build loads ours"
