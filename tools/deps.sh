@@ -3,7 +3,7 @@
 # (as root, non-interactive, idempotent). The CUDA 13.0 toolkit itself must
 # already be at /usr/local/cuda (or pass -Dtoolkit=... to meson setup).
 set -euo pipefail
-packages="libev-dev libcriterion-dev meson ninja-build pkg-config python3 binutils gcc libgl-dev libegl-dev libvdpau-dev"
+packages="libev-dev libcriterion-dev meson ninja-build pkg-config python3 binutils gcc libgl-dev libegl-dev libvdpau-dev libvulkan-dev"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
