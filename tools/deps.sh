@@ -5,7 +5,7 @@
 # libuv1-dev and liburing-dev are for examples/loop_libuv.c and
 # examples/loop_uring.c only (each is skipped where its library is missing).
 set -euo pipefail
-packages="libev-dev libcriterion-dev meson ninja-build pkg-config python3 binutils gcc libgl-dev libegl-dev libvdpau-dev clang-format libuv1-dev liburing-dev"
+packages="libev-dev libcriterion-dev meson ninja-build pkg-config python3 binutils gcc libgl-dev libegl-dev libvdpau-dev libvulkan-dev clang-format libuv1-dev liburing-dev"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

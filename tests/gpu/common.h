@@ -59,6 +59,35 @@ __attribute__((constructor)) static void cudaev_test_report_cudart_ctor(void) {
     printf("%-60.60s -> %s (last %s)\n", #expr, cudaGetErrorName(t_e_), cudaGetErrorName(t_l_)); \
   } while (0)
 
+/* TV(var, expr) / TCV(var, expr): T and TC that also keep the code in var,
+ * for calls whose success decides what the program does next. */
+#define TV(var, expr)                                                                           \
+  do {                                                                                          \
+    (var) = (expr);                                                                             \
+    cudaError_t t_l_ = cudaPeekAtLastError();                                                   \
+    printf("%-60.60s -> %s (last %s)\n", #expr, cudaGetErrorName(var), cudaGetErrorName(t_l_)); \
+  } while (0)
+#define TCV(var, expr)                                                                          \
+  do {                                                                                          \
+    (var) = (expr);                                                                             \
+    cudaError_t t_l_ = cudaGetLastError();                                                      \
+    printf("%-60.60s -> %s (last %s)\n", #expr, cudaGetErrorName(var), cudaGetErrorName(t_l_)); \
+  } while (0)
+
+/* TN(expr): T inside a void function whose remaining steps need the call
+ * to have succeeded: on failure it says so and returns. (It prints expr
+ * itself: passed on to TV, the text would be printed macro-expanded.) */
+#define TN(expr)                                                                                 \
+  do {                                                                                           \
+    cudaError_t t_n_ = (expr);                                                                   \
+    cudaError_t t_l_ = cudaPeekAtLastError();                                                    \
+    printf("%-60.60s -> %s (last %s)\n", #expr, cudaGetErrorName(t_n_), cudaGetErrorName(t_l_)); \
+    if (t_n_ != cudaSuccess) {                                                                   \
+      printf("(rest of group skipped)\n");                                                       \
+      return;                                                                                    \
+    }                                                                                            \
+  } while (0)
+
 /* TREFUSE(expr): for bad input that crashes NVIDIA's runtime (a NULL
  * output pointer, a destroyed handle): runs the call in a forked child and
  * prints "refused" when the child crashed OR the call returned an error,
