@@ -13,7 +13,9 @@
 #   pytorch   tests/pytorch/run.sh (LD_PRELOAD), no libev on the path
 #   bench     bench/run.sh (BENCH_ROUNDS, BENCH_BUDGET, BENCH_PROGRAMS apply)
 #   badinput  tests/badinput/run.sh, if present
-#   interop   the GL/EGL/Vulkan programs with the carried loaders (.gl)
+# The interop programs of the gpu suite find the GL/EGL/Vulkan loaders in
+# .device/lib (gpu-pack.sh) or in the .gl packages, unpacked here when
+# carried (the device tool's README).
 # Writes OUT/summary.txt (also printed last) and OUT/logs.tar.gz.
 set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd); shift
@@ -25,6 +27,15 @@ mkdir -p "$logs"
 summary=$out/summary.txt
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
+
+if ls .gl/*.deb >/dev/null 2>&1; then
+  for f in .gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+fi
+[ -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] &&
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -e /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json ] &&
+  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 
 # The packed libraries, with libev moved aside: the runtime must not need it.
 mkdir -p .device/app
@@ -77,15 +88,6 @@ for part in "$@"; do
       else
         note "badinput: no harness in this tree"
       fi
-      ;;
-    interop)
-      for f in .gl/*.deb; do dpkg -x "$f" /; done
-      ldconfig
-      export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-      export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-      tests/gpu/run.sh -b "$build" -o "$logs/interop" interop >"$logs/interop.txt" 2>&1
-      grep -E '^(FAIL|SKIP|ok)' "$logs/interop.txt" | tee -a "$summary"
-      note "interop: $(tail -n 1 "$logs/interop.txt")"
       ;;
     *) note "unknown part $part" ;;
   esac
