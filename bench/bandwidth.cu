@@ -6,6 +6,10 @@
  * bw_d2d_gbps           cudaMemcpyAsync device -> device, bytes read + written
  * bw_h2d_pageable_gbps  cudaMemcpy pageable host -> device, host clock
  *                       (through the end of a stream sync)
+ * bw_h2d_pinned_64mib_gbps, bw_d2h_pinned_64mib_gbps
+ *                       the pinned copies at 64 MiB, from and to buffers
+ *                       that were allocated, freed and allocated again
+ *                       (with cudaev: memory reused from its pinned pool)
  * Each result is checked against its source once, outside the timing.
  */
 #include "common.h"
@@ -95,6 +99,27 @@ int main(int argc, char **argv) {
     for (double x : v) bench_sample("bw_h2d_pageable_gbps", x);
     verify(page, d2, hdst, "bw_h2d_pageable");
     free(page);
+    bench_end();
+  }
+
+  if (bench_begin("bw_pinned_64mib")) {
+    const size_t n = (size_t)64 << 20;
+    void *a, *b;
+    CHECK(cudaMallocHost(&a, n));
+    CHECK(cudaMallocHost(&b, n));
+    CHECK(cudaFreeHost(a));
+    CHECK(cudaFreeHost(b));
+    CHECK(cudaMallocHost(&a, n));
+    CHECK(cudaMallocHost(&b, n));
+    bench_fill_random(a, n, 0x6a09e667f3bcc909ull);
+    timed_events("bw_h2d_pinned_64mib_gbps", (double)n, s,
+                 [&] { CHECK(cudaMemcpyAsync(d2, a, n, cudaMemcpyHostToDevice, s)); });
+    memset(b, 0xa5, n);
+    timed_events("bw_d2h_pinned_64mib_gbps", (double)n, s,
+                 [&] { CHECK(cudaMemcpyAsync(b, d2, n, cudaMemcpyDeviceToHost, s)); });
+    if (memcmp(a, b, n) != 0) DIE("bw_pinned_64mib: copied data differs from its source");
+    CHECK(cudaFreeHost(a));
+    CHECK(cudaFreeHost(b));
     bench_end();
   }
 

@@ -3,6 +3,7 @@
  * device, P2P attributes. */
 #include "internal.h"
 #include "handle.h"
+#include "hostpool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,9 @@ cudaError_t cudaDeviceReset(void) {
   CUcontext primary = atomic_exchange(&dev->primary, NULL);
   CUresult r = cudaev__drv.cuDevicePrimaryCtxReset(dev->dev);
   if (primary != NULL) cudaev__drv.cuDevicePrimaryCtxRelease(dev->dev);
+  /* The reset freed the context's pinned allocations, the pool's chunks
+   * among them. */
+  if (r == CUDA_SUCCESS) cudaev__hostpool_reset(d);
   atomic_fetch_add(&cudaev__rt.reset_gen, 1);
   return cudaev__ret_cu(r);
 }

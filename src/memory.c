@@ -13,6 +13,7 @@
  * added around them. */
 #include "internal.h"
 #include "handle.h"
+#include "hostpool.h"
 #include "memory.h"
 
 /* ---- allocation ---------------------------------------------------------- */
@@ -41,6 +42,8 @@ cudaError_t cudaFree(void *devPtr) {
 
 #define HOST_ALLOC_FLAGS (cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined)
 
+/* Pinned memory comes from the pool (src/hostpool.h) unless it declines
+ * the request. */
 cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (pHost == NULL || (flags & ~(unsigned)HOST_ALLOC_FLAGS))
@@ -49,6 +52,8 @@ cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
     *pHost = NULL;
     return cudaSuccess;
   }
+  CUresult r;
+  if (cudaev__hostpool_alloc(pHost, size, flags, &r)) return cudaev__ret_cu(r);
   return cudaev__ret_cu(cudaev__drv.cuMemHostAlloc(pHost, size, flags));
 }
 
@@ -56,9 +61,14 @@ cudaError_t cudaMallocHost(void **ptr, size_t size) {
   return cudaHostAlloc(ptr, size, cudaHostAllocDefault);
 }
 
+/* A pointer the pool did not hand out goes to cuMemFreeHost, which refuses
+ * pointers it does not know, freed ones included, with
+ * CUDA_ERROR_INVALID_VALUE. */
 cudaError_t cudaFreeHost(void *ptr) {
   CUDAEV_CTX_OR_RETURN();
   if (ptr == NULL) return cudaSuccess;
+  cudaError_t e;
+  if (cudaev__hostpool_free(ptr, &e)) return cudaev__ret(e);
   return cudaev__ret_cu(cudaev__drv.cuMemFreeHost(ptr));
 }
 
