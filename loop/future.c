@@ -37,7 +37,7 @@ struct cudaev_future *cudaev__future_new(struct cudaev_loop *loop, int kind) {
   atomic_init(&f->refs, 1);
   atomic_init(&f->state, CUDAEV__PENDING);
   atomic_init(&f->msg_bits, 0);
-  atomic_init(&f->msg.next, NULL);
+  atomic_init(&f->msg.node.next, NULL);
   f->msg.kind = CUDAEV__MSG_FUTURE;
   f->kind = (uint8_t)kind;
   f->loop = loop;
@@ -241,7 +241,7 @@ CUDAEV_EXPORT cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_c
   }
   struct cudaev__cont *c = cudaev__alloc(sizeof *c);
   if (c == NULL) return cudaErrorMemoryAllocation;
-  atomic_init(&c->msg.next, NULL);
+  atomic_init(&c->msg.node.next, NULL);
   c->msg.kind = CUDAEV__MSG_THEN;
   c->next = NULL;
   c->f = cudaev_future_retain(f);

@@ -55,7 +55,7 @@ static void waker_drain(struct cudaev__waker *w) {
 }
 
 void cudaev__loop_send(struct cudaev_loop *loop, struct cudaev__msg *m) {
-  cudaev__mpsc_push(&loop->q, m);
+  cudaev__mpsc_push(&loop->q, &m->node);
   cudaev__loop_wake(loop);
 }
 
@@ -106,8 +106,9 @@ bool cudaev__loop_process(struct cudaev_loop *loop) {
   waker_drain(loop->waker);
   bool more = false;
   unsigned n = 0;
-  struct cudaev__msg *m;
-  while ((m = cudaev__mpsc_pop(&loop->q)) != NULL) {
+  struct cudaev__mpsc_node *node;
+  while ((node = cudaev__mpsc_pop(&loop->q)) != NULL) {
+    struct cudaev__msg *m = cudaev__msg_of(node);
     switch (m->kind) {
     case CUDAEV__MSG_FUTURE:
     case CUDAEV__MSG_THEN: cudaev__future_msg(loop, m); break;

@@ -18,6 +18,7 @@
 #include "internal.h"
 
 #include "cudaev.h"
+#include "mpsc.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -30,37 +31,24 @@
 void *cudaev__alloc(size_t size);
 void cudaev__free(void *p, size_t size);
 
-/* ---- MPSC queue (Vyukov, intrusive) ------------------------------------- */
+/* ---- messages to the loop (on the MPSC queue, mpsc.h) ------------------- */
 
 enum cudaev__msg_kind {
-  CUDAEV__MSG_STUB = 0,
-  CUDAEV__MSG_FUTURE, /* a future with msg_bits set */
-  CUDAEV__MSG_THEN,   /* a continuation added off the loop thread */
-  CUDAEV__MSG_CALL,   /* cudaev_loop_post */
-  CUDAEV__MSG_NOTIFY, /* a device notification */
+  CUDAEV__MSG_FUTURE = 1, /* a future with msg_bits set */
+  CUDAEV__MSG_THEN,       /* a continuation added off the loop thread */
+  CUDAEV__MSG_CALL,       /* cudaev_loop_post */
+  CUDAEV__MSG_NOTIFY,     /* a device notification */
 };
 
 struct cudaev__msg {
-  _Atomic(struct cudaev__msg *) next;
+  struct cudaev__mpsc_node node; /* first: a popped node is its message */
   uint32_t kind;
   uint32_t seq; /* GPU futures: place in their stream's order (gpu.c) */
 };
 
-struct cudaev__mpsc {
-  _Atomic(struct cudaev__msg *) tail; /* producers exchange here */
-  char pad_[64 - sizeof(void *)];
-  struct cudaev__msg *head; /* consumer only */
-  struct cudaev__msg stub;
-};
-
-void cudaev__mpsc_init(struct cudaev__mpsc *q);
-/* Thread: any. */
-void cudaev__mpsc_push(struct cudaev__mpsc *q, struct cudaev__msg *m);
-/* Consumer only. NULL when empty, or when a producer is between its two
- * steps (the caller retries on the next wakeup, which that producer sends). */
-struct cudaev__msg *cudaev__mpsc_pop(struct cudaev__mpsc *q);
-/* Consumer only: true when nothing is queued or being pushed. */
-bool cudaev__mpsc_empty(struct cudaev__mpsc *q);
+static inline struct cudaev__msg *cudaev__msg_of(struct cudaev__mpsc_node *n) {
+  return (struct cudaev__msg *)(void *)n;
+}
 
 /* ---- futures ------------------------------------------------------------ */
 
