@@ -12,12 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t cudaev__now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- the wakeup ------------------------------------------------------------ */
 
 /* One eventfd write per drain at most: `pending` says a write is already

@@ -17,6 +17,7 @@
 
 #include "internal.h"
 
+#include "clock.h"
 #include "cudaev.h"
 #include "mpsc.h"
 
@@ -239,8 +240,6 @@ uint64_t cudaev__loop_before_sleep(struct cudaev_loop *loop);
 /* pending-list maintenance (loop thread) */
 bool cudaev__pend_add(struct cudaev_loop *loop, struct cudaev_future *f);
 void cudaev__pend_del(struct cudaev_loop *loop, struct cudaev_future *f);
-
-uint64_t cudaev__now_ns(void);
 
 /* Whether `loop` is the process's default loop (backend_thread.c), which
  * cudaev_loop_destroy leaves alone. Thread: any. */
