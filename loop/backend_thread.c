@@ -164,7 +164,7 @@ static bool thread_start(struct cudaev_loop *loop) {
   }
   t->th = th;
   t->loop = loop;
-  loop->thread_state = t;
+  loop->be_state = t;
   pthread_mutex_lock(&reg_mu);
   if (!reg_hooked) {
     /* Registered after loop_new's cuInit, so that ours run first. A failed
@@ -183,7 +183,7 @@ static bool thread_start(struct cudaev_loop *loop) {
 }
 
 static void thread_stop(struct cudaev_loop *loop) {
-  struct thread_state *t = loop->thread_state;
+  struct thread_state *t = loop->be_state;
   /* Under reg_mu: an exit handler joining this thread right now finishes
    * first, and then says so in `gone`. */
   pthread_mutex_lock(&reg_mu);
@@ -194,11 +194,11 @@ static void thread_stop(struct cudaev_loop *loop) {
     thread_signal_stop(loop);
     pthread_join(t->th, NULL);
   }
-  loop->thread_state = NULL;
+  loop->be_state = NULL;
   cudaev__free(t, sizeof *t);
 }
 
-const struct cudaev__backend cudaev__backend_thread = {"thread", thread_start, thread_stop};
+const struct cudaev__backend cudaev__backend_thread = {thread_start, thread_stop};
 
 CUDAEV_EXPORT cudaev_loop_t *cudaev_loop_default(void) {
   struct cudaev_loop *l = atomic_load_explicit(&default_loop, memory_order_acquire);

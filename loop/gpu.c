@@ -1068,10 +1068,6 @@ void cudaev__gpu_watchdog(struct cudaev_loop *loop, uint64_t now) {
   if (cudaev__error_is_sticky(e)) fail_all(loop, e);
 }
 
-uint64_t cudaev__gpu_deadline(struct cudaev_loop *loop) {
-  return loop->gpu->nbusy ? loop->gpu->next_watchdog : 0;
-}
-
 static void CUDA_CB wake_fn(void *arg) {
   struct cudaev__waker *w = arg;
   cudaev__waker_wake(w);
@@ -1228,7 +1224,6 @@ static cudaError_t sub_begin(struct sub *s, cudaev_loop_t *loop, cudaev_future_t
   if (out != NULL) *out = NULL;
   if (loop == NULL || out == NULL) return cudaErrorInvalidValue;
   if (loop->gpu == NULL) return loop->gpu_error;
-  s->loop = loop;
   s->pushed = cudaev__gpu_enter(loop);
   return cudaSuccess;
 }

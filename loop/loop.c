@@ -95,7 +95,6 @@ static void publish_pending(struct cudaev_loop *loop) {
 bool cudaev__loop_process(struct cudaev_loop *loop) {
   struct cudaev_loop *prev = cudaev__tls_loop;
   cudaev__tls_loop = loop;
-  loop->in_process++;
   bool pushed = loop->gpu ? cudaev__gpu_enter(loop) : false;
   waker_drain(loop->waker);
   bool more = false;
@@ -126,7 +125,6 @@ bool cudaev__loop_process(struct cudaev_loop *loop) {
   if (cudaev__run_deferred(loop)) more = true;
   publish_pending(loop);
   if (loop->gpu) cudaev__gpu_leave(loop, pushed);
-  loop->in_process--;
   cudaev__tls_loop = prev;
   return more;
 }
@@ -152,7 +150,7 @@ static bool foreign_start(struct cudaev_loop *loop) {
 }
 static void foreign_stop(struct cudaev_loop *loop) {}
 
-const struct cudaev__backend cudaev__backend_foreign = {"foreign", foreign_start, foreign_stop};
+const struct cudaev__backend cudaev__backend_foreign = {foreign_start, foreign_stop};
 
 /* ---- public ---------------------------------------------------------------------- */
 
@@ -213,7 +211,6 @@ CUDAEV_EXPORT void cudaev_loop_destroy(cudaev_loop_t *loop) {
   cudaev__loop_process(loop);
   struct cudaev_loop *prev = cudaev__tls_loop;
   cudaev__tls_loop = loop;
-  loop->in_process++;
   /* Fail what is pending; each completion takes itself off the list. */
   while (loop->npend > 0) {
     struct cudaev_future *f = loop->pend[loop->npend - 1];
@@ -223,7 +220,6 @@ CUDAEV_EXPORT void cudaev_loop_destroy(cudaev_loop_t *loop) {
     }
   }
   if (loop->gpu) cudaev__gpu_fini(loop);
-  loop->in_process--;
   cudaev__tls_loop = prev;
   while (cudaev__loop_process(loop) || !cudaev__mpsc_empty(&loop->q)) {
   }

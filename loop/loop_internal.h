@@ -185,7 +185,6 @@ void cudaev__waker_release(struct cudaev__waker *w);
 /* A run mode: who waits for the wakeup fd and the timer (const vtable,
  * chosen at creation). */
 struct cudaev__backend {
-  const char *name;
   /* Starts watching (io on the fd, timer, prepare hook). true on error. */
   bool (*start)(struct cudaev_loop *loop);
   /* Stops and frees the backend's state; from the destroying thread. */
@@ -202,8 +201,7 @@ struct cudaev_loop {
   struct cudaev__mpsc q;
   struct cudaev__waker *waker;
   const struct cudaev__backend *be;
-  void *be_state;      /* ev mode: the libev watchers */
-  void *thread_state;  /* thread mode: the thread */
+  void *be_state;      /* the backend's: ev mode's watchers, thread mode's thread */
   struct ev_loop *evl; /* ev mode: the application's libev loop */
   _Atomic uint32_t spin_max_us;
   _Atomic size_t npending_pub; /* published count for cudaev_loop_pending */
@@ -212,10 +210,8 @@ struct cudaev_loop {
   struct cudaev_future **pend; /* promises and combinators not yet fired */
   uint32_t npend, cap_pend;
   struct cudaev__cont *def_head, *def_tail; /* continuations of fired futures */
-  pthread_t owner;                          /* the thread inside process() */
-  int in_process;
-  struct cudaev__gpu *gpu; /* NULL when the runtime could not start */
-  cudaError_t gpu_error;   /* why gpu is NULL */
+  struct cudaev__gpu *gpu;                  /* NULL when the runtime could not start */
+  cudaError_t gpu_error;                    /* why gpu is NULL */
 };
 
 /* The loop the calling thread is processing, or NULL. */
@@ -256,8 +252,6 @@ void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f);
 bool cudaev__gpu_poll(struct cudaev_loop *loop);
 /* Loop thread: the watchdog (sticky errors); runs when due. */
 void cudaev__gpu_watchdog(struct cudaev_loop *loop, uint64_t now);
-/* Loop thread: the next deadline the GPU side wants (0 = none). */
-uint64_t cudaev__gpu_deadline(struct cudaev_loop *loop);
 /* Loop thread: spin + arm before sleeping; returns ns the loop may block. */
 uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop);
 /* Number of GPU futures tracked. */
