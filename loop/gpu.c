@@ -57,6 +57,22 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* The source's members (cudaev__source_gpu, at the end of the tracking
+ * code); loop.c and future.c reach them only through that table. */
+bool cudaev__gpu_enter(struct cudaev_loop *loop);
+void cudaev__gpu_leave(struct cudaev_loop *loop, bool pushed);
+void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f);
+size_t cudaev__gpu_pending(struct cudaev_loop *loop);
+cudaError_t cudaev__gpu_self_state(struct cudaev_future *f);
+bool cudaev__gpu_poll(struct cudaev_loop *loop);
+void cudaev__gpu_watchdog(struct cudaev_loop *loop, uint64_t now);
+uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop);
+void cudaev__gpu_open_gates(struct cudaev_loop *loop);
+void cudaev__gpu_fini(struct cudaev_loop *loop);
+/* Stream records alive (tracked streams plus at most IDLE_MAX idle ones);
+ * for tests. Thread: any (a relaxed snapshot). */
+size_t cudaev__gpu_tracks(struct cudaev_loop *loop);
+
 #define WORDS_PER_CHUNK 4096u
 #define MAX_CHUNKS      1024u
 #define NBUCKETS        1024u
@@ -312,7 +328,7 @@ void cudaev__gpu_leave(struct cudaev_loop *loop, bool pushed) {
   }
 }
 
-cudaError_t cudaev__gpu_init(struct cudaev_loop *loop) {
+static cudaError_t gpu_init(struct cudaev_loop *loop) {
   cudaError_t e = cudaev__ctx();
   if (e != cudaSuccess) return e;
   struct cudaev__gpu *g = cudaev__alloc(sizeof *g);
@@ -600,7 +616,10 @@ void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
   if (!f->flush) g->ntracked++;
 }
 
-size_t cudaev__gpu_pending(struct cudaev_loop *loop) { return loop->gpu->ntracked; }
+/* Also after fini (the loop still counts what its sources hold). */
+size_t cudaev__gpu_pending(struct cudaev_loop *loop) {
+  return loop->gpu != NULL ? loop->gpu->ntracked : 0;
+}
 
 /* Where the GPU is with f: cudaErrorNotReady while it has not passed f's
  * marker, else f's outcome (cudaSuccess, or the error cuEventQuery gave). */
@@ -720,6 +739,8 @@ static void busy_del(struct cudaev__gpu *g, uint32_t i) {
 
 cudaError_t cudaev__gpu_self_state(struct cudaev_future *f) {
   struct cudaev_loop *loop = f->loop;
+  /* Only a plain GPU future: a host function's outcome is fn's. */
+  if (f->kind != CUDAEV__K_GPU || f->has_gate) return cudaErrorNotReady;
   if (!f->use_event) return head_state(loop->gpu, f);
   /* The loop may recycle the event once f is done; the caller re-checks
    * f's state first, and a recycled event only says "not ready" or
@@ -1210,6 +1231,28 @@ void cudaev__gpu_fini(struct cudaev_loop *loop) {
   loop->gpu = NULL;
 }
 
+/* The GPU source's state lives in loop->gpu; its error in loop->gpu_error,
+ * which the submission functions return while loop->gpu is NULL. */
+static cudaError_t gpu_source_init(struct cudaev_loop *loop) {
+  loop->gpu_error = gpu_init(loop);
+  return loop->gpu_error;
+}
+
+const struct cudaev__source_ops cudaev__source_gpu = {
+    .kinds = (1u << CUDAEV__K_GPU) | (1u << CUDAEV__K_HOSTFN),
+    .init = gpu_source_init,
+    .fini = cudaev__gpu_fini,
+    .track = cudaev__gpu_track,
+    .self_state = cudaev__gpu_self_state,
+    .enter = cudaev__gpu_enter,
+    .leave = cudaev__gpu_leave,
+    .poll = cudaev__gpu_poll,
+    .tick = cudaev__gpu_watchdog,
+    .before_sleep = cudaev__gpu_before_sleep,
+    .pending = cudaev__gpu_pending,
+    .abandon = cudaev__gpu_open_gates,
+};
+
 /* ---- submission (any thread) -------------------------------------------- */
 
 struct sub {
@@ -1539,7 +1582,7 @@ struct cudaev_notify {
 };
 
 struct notify_msg {
-  struct cudaev__msg msg;
+  struct cudaev__run_msg rm;
   struct cudaev_notify *n;
   CUasyncNotificationInfo info;
 };
@@ -1548,20 +1591,24 @@ static void notify_release(struct cudaev_notify *n) {
   if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1) cudaev__free(n, sizeof *n);
 }
 
+static void notify_run(struct cudaev_loop *loop, struct cudaev__msg *msg);
+
 /* Runs on a driver thread: copy and hand to the loop. */
 static void notify_tramp(CUasyncNotificationInfo *info, void *user, CUasyncCallbackHandle h) {
   struct cudaev_notify *n = user;
   if (!atomic_load_explicit(&n->active, memory_order_acquire)) return;
   struct notify_msg *m = cudaev__alloc(sizeof *m);
   if (m == NULL) return; /* dropped: nothing else can be done on this thread */
-  m->msg.kind = CUDAEV__MSG_NOTIFY;
+  m->rm.msg.kind = CUDAEV__MSG_RUN;
+  m->rm.run = notify_run;
   m->n = n;
   m->info = *info;
   atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
-  cudaev__loop_send(n->loop, &m->msg);
+  cudaev__loop_send(n->loop, &m->rm.msg);
 }
 
-void cudaev__notify_msg(struct cudaev_loop *loop, struct cudaev__msg *msg) {
+/* On the loop thread (a CUDAEV__MSG_RUN). */
+static void notify_run(struct cudaev_loop *loop, struct cudaev__msg *msg) {
   struct notify_msg *m = (struct notify_msg *)msg;
   if (atomic_load_explicit(&m->n->active, memory_order_acquire))
     m->n->cb(m->n, &m->info, m->n->user);
