@@ -98,8 +98,8 @@ struct cudaev__cont {
   void *user;
 };
 
-struct cudaev__track;
-struct cudaev__hgate; /* loop/gpu.c */
+struct cudaev__track; /* loop/gpu_internal.h */
+struct cudaev__hgate; /* loop/gpu_internal.h */
 
 struct cudaev_future {
   struct cudaev__msg msg; /* 16: queue link (MSG_FUTURE) */
