@@ -1,8 +1,8 @@
 /* Allocation of the loop layer's objects (futures, continuations, records)
  * from per-thread free lists.
  *
- * Why not jemalloc (the issue asked for a jemalloc arena): measured on the
- * GPU machine, 2026-11-21. Linking Debian's libjemalloc.so.2 replaces
+ * Why not a jemalloc arena (measured on the GPU machine; docs/design.md,
+ * "Memory and ownership"): linking Debian's libjemalloc.so.2 replaces
  * malloc for the whole process, and a process that loads libcudart late
  * (LD_PRELOAD into Python, dlopen from ctypes) then frees glibc's blocks
  * with jemalloc's free: PyTorch aborted with "munmap_chunk(): invalid
