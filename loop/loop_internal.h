@@ -44,7 +44,7 @@ enum cudaev__msg_kind {
 struct cudaev__msg {
   struct cudaev__mpsc_node node; /* first: a popped node is its message */
   uint32_t kind;
-  uint32_t seq; /* GPU futures: place in their stream's order (gpu.c) */
+  uint32_t seq; /* GPU futures: place in stream order (struct cudaev__backlog) */
 };
 
 static inline struct cudaev__msg *cudaev__msg_of(struct cudaev__mpsc_node *n) {
@@ -181,7 +181,7 @@ bool cudaev__run_deferred(struct cudaev_loop *loop);
 /* ---- completion sources ------------------------------------------------- */
 
 /* A completion source is a kind of work that completes futures: GPU work on
- * streams (loop/gpu.c), promises and combinators (loop/future.c), later
+ * streams (loop/gpu*.c), promises and combinators (loop/future.c), later
  * timers or a second device. Each plugs into the loop through one const
  * table, as libuv's handle types do: the loop walks the sources it runs
  * once per pass (never once per future: a source keeps its inner loops to

@@ -24,7 +24,14 @@ static void notify_release(struct cudaev_notify *n) {
   if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1) cudaev__free(n, sizeof *n);
 }
 
-static void notify_run(struct cudaev_loop *loop, struct cudaev__msg *msg);
+/* On the loop thread (a CUDAEV__MSG_RUN). */
+static void notify_run(struct cudaev_loop *loop, struct cudaev__msg *msg) {
+  struct notify_msg *m = (struct notify_msg *)msg;
+  if (atomic_load_explicit(&m->n->active, memory_order_acquire))
+    m->n->cb(m->n, &m->info, m->n->user);
+  notify_release(m->n);
+  cudaev__free(m, sizeof *m);
+}
 
 /* Runs on a driver thread: copy and hand to the loop. */
 static void notify_tramp(CUasyncNotificationInfo *info, void *user, CUasyncCallbackHandle h) {
@@ -38,15 +45,6 @@ static void notify_tramp(CUasyncNotificationInfo *info, void *user, CUasyncCallb
   m->info = *info;
   atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
   cudaev__loop_send(n->loop, &m->rm.msg);
-}
-
-/* On the loop thread (a CUDAEV__MSG_RUN). */
-static void notify_run(struct cudaev_loop *loop, struct cudaev__msg *msg) {
-  struct notify_msg *m = (struct notify_msg *)msg;
-  if (atomic_load_explicit(&m->n->active, memory_order_acquire))
-    m->n->cb(m->n, &m->info, m->n->user);
-  notify_release(m->n);
-  cudaev__free(m, sizeof *m);
 }
 
 CUDAEV_EXPORT cudaError_t cudaev_notify_register(cudaev_loop_t *loop, int device,
