@@ -8,7 +8,8 @@
  * Which file owns what (docs/design.md has the table and the picture):
  *   gpu.c         the source's table, its creation and destroy
  *   gpu_marker.c  completion markers: the pools of words (pinned, mapped)
- *                 and events, enqueueing a marker, reading one
+ *                 and events, enqueueing a marker (head_state, below,
+ *                 reads one)
  *   gpu_stream.c  stream records: hash, idle list, FIFO rings, tracking
  *   gpu_poll.c    a pass: prefetch, completion of runs, the watchdog
  *   gpu_wake.c    before sleeping: the adaptive spin, armed wakeups
@@ -102,7 +103,7 @@ struct cudaev__track {
    * GPU future or a host function's signal), else NULL: a pass finds a
    * stream that is not there yet from this record and the word alone,
    * without touching the future (with 100k pending, a cache miss per busy
-   * stream per pass). Kept by cudaev__gpu_head_changed(). */
+   * stream per pass). Kept by head_changed(). */
   const uint32_t *hw;
   uint32_t htag;
   bool tail_ev; /* the tail is marked by an event (kept by ring_insert) */
@@ -202,6 +203,31 @@ static inline bool has_word(const struct cudaev_future *f) {
   return !f->use_event && (f->kind == CUDAEV__K_GPU || f->kind == CUDAEV__K_HOSTFN);
 }
 
+/* Keeps t->hw / t->htag (the head's word) after the head changed. Inline:
+ * a pass calls it after every run it completes. */
+static inline void head_changed(struct cudaev__gpu *g, struct cudaev__track *t) {
+  struct cudaev_future *h = head_of(t);
+  bool word = h != NULL && has_word(h);
+  t->hw = word ? word_ptr(g, h->x.word) : NULL;
+  t->htag = word ? h->tag : 0;
+}
+
+/* Where the GPU is with f: cudaErrorNotReady while it has not passed f's
+ * marker, else f's outcome (cudaSuccess, or the error cuEventQuery gave).
+ * Inline: a pass reads every word head through it. Thread: any. */
+static inline cudaError_t head_state(struct cudaev__gpu *g, struct cudaev_future *f) {
+  if (f->kind == CUDAEV__K_HOSTFN && f->use_event)
+    return atomic_load_explicit(&f->aux.hg->reached, memory_order_acquire) ? cudaSuccess
+                                                                           : cudaErrorNotReady;
+  if (f->use_event) {
+    CUresult r = cudaev__drv.cuEventQuery(f->u.ev);
+    if (r == CUDA_ERROR_NOT_READY) return cudaErrorNotReady; /* not yet: never an outcome */
+    return cudaev__error_from_cu(r);
+  }
+  return __atomic_load_n(word_ptr(g, f->x.word), __ATOMIC_ACQUIRE) == f->tag ? cudaSuccess
+                                                                             : cudaErrorNotReady;
+}
+
 /* The index of the newest word entry appended, while it is in the FIFO;
  * UINT32_MAX otherwise. */
 static inline uint32_t tail_word(const struct cudaev__track *t) {
@@ -280,9 +306,6 @@ void cudaev__gpu_events_put(struct cudaev__gpu *g, CUevent *ev, uint32_t n);
 /* Destroy, with the loop's context current: destroys the pooled events,
  * frees the chunks of words and the free lists. */
 void cudaev__gpu_pool_fini(struct cudaev__gpu *g);
-/* Where the GPU is with f: cudaErrorNotReady while it has not passed f's
- * marker, else f's outcome (cudaSuccess, or the error cuEventQuery gave). */
-cudaError_t cudaev__gpu_head_state(struct cudaev__gpu *g, struct cudaev_future *f);
 /* Enqueues f's completion marker on `stream`: a pooled event if
  * f->use_event, else a word with a fresh tag; the enqueue is bracketed on
  * the stream's slot, which gives f its place in stream order (msg.seq) and
@@ -293,8 +316,6 @@ cudaError_t cudaev__gpu_enqueue_marker(struct cudaev__gpu *g, struct cudaev_futu
 
 /* gpu_stream.c. Loop thread. The source's track. */
 void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f);
-/* Keeps t->hw / t->htag (the head's word) after the head changed. */
-void cudaev__gpu_head_changed(struct cudaev__gpu *g, struct cudaev__track *t);
 /* Takes busy stream i, drained, off the busy list (the record goes idle). */
 void cudaev__gpu_busy_del(struct cudaev__gpu *g, uint32_t i);
 /* Destroy: frees every record. */

@@ -1,10 +1,10 @@
 /* Completion markers of the GPU source: the pools they come from
  * (completion words, 4-byte slots of pinned, device-mapped host memory that
  * the GPU writes with cuStreamWriteValue32, and DISABLE_TIMING events),
- * enqueueing a marker behind a submission's work, and reading where the
- * GPU is with one. The pools are shared with submitting threads under one
- * mutex, never held across a driver call: chunks of words are made
- * outside it. */
+ * and enqueueing a marker behind a submission's work (reading one is
+ * head_state in gpu_internal.h, inline for the pass). The pools are shared
+ * with submitting threads under one mutex, never held across a driver
+ * call: chunks of words are made outside it. */
 #include "gpu_internal.h"
 
 #include <string.h>
@@ -112,19 +112,6 @@ void cudaev__gpu_pool_fini(struct cudaev__gpu *g) {
   for (uint32_t i = 0; i < g->nchunks; i++) cudaev__drv.cuMemFreeHost(g->chunk_host[i]);
   cudaev__free(g->free_words, g->cap_free * sizeof(uint32_t));
   cudaev__free(g->free_events, g->cap_free_ev * sizeof(CUevent));
-}
-
-cudaError_t cudaev__gpu_head_state(struct cudaev__gpu *g, struct cudaev_future *f) {
-  if (f->kind == CUDAEV__K_HOSTFN && f->use_event)
-    return atomic_load_explicit(&f->aux.hg->reached, memory_order_acquire) ? cudaSuccess
-                                                                           : cudaErrorNotReady;
-  if (f->use_event) {
-    CUresult r = cudaev__drv.cuEventQuery(f->u.ev);
-    if (r == CUDA_ERROR_NOT_READY) return cudaErrorNotReady; /* not yet: never an outcome */
-    return cudaev__error_from_cu(r);
-  }
-  return __atomic_load_n(word_ptr(g, f->x.word), __ATOMIC_ACQUIRE) == f->tag ? cudaSuccess
-                                                                             : cudaErrorNotReady;
 }
 
 cudaError_t cudaev__gpu_enqueue_marker(struct cudaev__gpu *g, struct cudaev_future *f,

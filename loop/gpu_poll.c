@@ -91,12 +91,12 @@ cudaError_t cudaev__gpu_self_state(struct cudaev_future *f) {
   struct cudaev_loop *loop = f->loop;
   /* Only a plain GPU future: a host function's outcome is fn's. */
   if (f->kind != CUDAEV__K_GPU || f->has_gate) return cudaErrorNotReady;
-  if (!f->use_event) return cudaev__gpu_head_state(loop->gpu, f);
+  if (!f->use_event) return head_state(loop->gpu, f);
   /* The loop may recycle the event once f is done; the caller re-checks
    * f's state first, and a recycled event only says "not ready" or
    * completes a future already claimed. */
   bool pushed = cudaev__gpu_enter(loop);
-  cudaError_t st = cudaev__gpu_head_state(loop->gpu, f);
+  cudaError_t st = head_state(loop->gpu, f);
   cudaev__gpu_leave(loop, pushed);
   return st;
 }
@@ -211,10 +211,10 @@ static inline void prefetch_streams(struct cudaev__gpu *g, uint32_t i, bool cold
 static uint32_t find_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaError_t *st) {
   cudaError_t r;
   uint32_t n = t->rlen;
-  if ((r = cudaev__gpu_head_state(g, ent(t, 0))) == cudaErrorNotReady) return 0;
+  if ((r = head_state(g, ent(t, 0))) == cudaErrorNotReady) return 0;
   *st = r;
   if (n == 1) return 1;
-  if (ent_event(t, n - 1) && (r = cudaev__gpu_head_state(g, ent(t, n - 1))) != cudaErrorNotReady) {
+  if (ent_event(t, n - 1) && (r = head_state(g, ent(t, n - 1))) != cudaErrorNotReady) {
     *st = r;
     return n;
   }
@@ -224,7 +224,7 @@ static uint32_t find_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaEr
   int64_t lo = 0, hi = n;
   for (int64_t i = (int64_t)n - 1; i > 0; i--) {
     if (ent_event(t, (uint32_t)i)) continue;
-    if (cudaev__gpu_head_state(g, ent(t, (uint32_t)i)) != cudaErrorNotReady) {
+    if (head_state(g, ent(t, (uint32_t)i)) != cudaErrorNotReady) {
       lo = i;
       break;
     }
@@ -233,7 +233,7 @@ static uint32_t find_done(struct cudaev__gpu *g, struct cudaev__track *t, cudaEr
   /* Only events lie strictly between lo and hi. */
   while (hi - lo > 1) {
     int64_t mid = lo + (hi - lo) / 2;
-    r = cudaev__gpu_head_state(g, ent(t, (uint32_t)mid));
+    r = head_state(g, ent(t, (uint32_t)mid));
     if (r != cudaErrorNotReady) {
       lo = mid;
       *st = r;
@@ -271,13 +271,13 @@ static uint32_t events_done(struct cudaev__gpu *g, struct cudaev__track *t, cuda
   *st = cudaSuccess;
   if (__atomic_load_n(t->tw, __ATOMIC_ACQUIRE) == t->twtag) return tw + 1;
   uint32_t w = probe_of(t, tw);
-  if (w < tw && (*st = cudaev__gpu_head_state(g, ent(t, w))) != cudaErrorNotReady) return w + 1;
+  if (w < tw && (*st = head_state(g, ent(t, w))) != cudaErrorNotReady) return w + 1;
   if (*now == 0) *now = cudaev__now_ns();
   if (*now < t->next_query) return 0;
   struct cudaev_future *h = ent(t, 0);
   uint64_t age = *now > h->t_submit ? *now - h->t_submit : 0;
   t->next_query = *now + (age / 8 > 20000 ? age / 8 : 20000);
-  return (*st = cudaev__gpu_head_state(g, h)) != cudaErrorNotReady;
+  return (*st = head_state(g, h)) != cudaErrorNotReady;
 }
 
 /* Puts a word marker of the loop's own behind t's tail, an event, so that
@@ -323,7 +323,7 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop) {
         /* A run of k entries at once (submissions that callbacks make land
          * behind them: only the loop pops, and their seqs are higher). */
         if ((k = events_done(g, t, &st, &now)) == 0) break;
-      } else if ((st = cudaev__gpu_head_state(g, f)) == cudaErrorNotReady) {
+      } else if ((st = head_state(g, f)) == cudaErrorNotReady) {
         /* (With solo entries in the FIFO each is checked on its own: a
          * passed entry says nothing of those before it.) */
         break;
@@ -343,7 +343,7 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop) {
         atomic_fetch_sub_explicit(&slot_of(g, t->stream)->v, rc.ndone, memory_order_relaxed);
         rc.ndone = 0;
       }
-      cudaev__gpu_head_changed(g, t);
+      head_changed(g, t);
       t->next_query = 0;
     }
     if (t->rlen > 0 && t->tail_ev) flush_tail(loop, t);

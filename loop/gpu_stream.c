@@ -114,13 +114,6 @@ static struct cudaev__track *track_get(struct cudaev__gpu *g, struct cudaev__wak
   return t;
 }
 
-void cudaev__gpu_head_changed(struct cudaev__gpu *g, struct cudaev__track *t) {
-  struct cudaev_future *h = head_of(t);
-  bool word = h != NULL && has_word(h);
-  t->hw = word ? word_ptr(g, h->x.word) : NULL;
-  t->htag = word ? h->tag : 0;
-}
-
 /* Places f in t's FIFO by msg.seq (stream order; see struct cudaev__backlog): at
  * the tail unless a submitter that enqueued earlier handed its future over
  * later. Equal seqs keep their arrival order (a host function's two
@@ -155,7 +148,7 @@ static bool ring_insert(struct cudaev__gpu *g, struct cudaev__track *t, struct c
   t->ring[(t->rhead + j) & m] = (uintptr_t)f | (is_event(f) ? 1u : 0u);
   if (j == t->rlen) t->tail_ev = is_event(f);
   t->rlen++;
-  if (j == 0) cudaev__gpu_head_changed(g, t);
+  if (j == 0) head_changed(g, t);
   return true;
 }
 

@@ -41,7 +41,7 @@ static void CUDA_CB wake_arm_fn(void *arg) {
 
 static bool any_head_done(struct cudaev__gpu *g) {
   for (uint32_t i = 0; i < g->nbusy; i++)
-    if (cudaev__gpu_head_state(g, head_of(g->busy[i])) != cudaErrorNotReady) return true;
+    if (head_state(g, head_of(g->busy[i])) != cudaErrorNotReady) return true;
   return false;
 }
 
