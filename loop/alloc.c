@@ -1,8 +1,8 @@
 /* Allocation of the loop layer's objects (futures, continuations, records)
- * from per-thread free lists, and the MPSC queue they travel on.
+ * from per-thread free lists.
  *
- * Why not jemalloc (the issue asked for a jemalloc arena): measured on the
- * GPU machine, 2026-11-21. Linking Debian's libjemalloc.so.2 replaces
+ * Why not a jemalloc arena (measured on the GPU machine; docs/design.md,
+ * "Memory and ownership"): linking Debian's libjemalloc.so.2 replaces
  * malloc for the whole process, and a process that loads libcudart late
  * (LD_PRELOAD into Python, dlopen from ctypes) then frees glibc's blocks
  * with jemalloc's free: PyTorch aborted with "munmap_chunk(): invalid
@@ -119,48 +119,3 @@ void cudaev__free(void *p, size_t size) {
   cache.count[c]++;
 }
 #endif
-
-/* ---- MPSC queue ----------------------------------------------------------
- * Dmitry Vyukov's intrusive non-blocking MPSC queue: a push is one
- * exchange and one store, a pop touches only consumer-owned state. */
-
-void cudaev__mpsc_init(struct cudaev__mpsc *q) {
-  atomic_init(&q->stub.next, NULL);
-  q->stub.kind = CUDAEV__MSG_STUB;
-  atomic_init(&q->tail, &q->stub);
-  q->head = &q->stub;
-}
-
-void cudaev__mpsc_push(struct cudaev__mpsc *q, struct cudaev__msg *m) {
-  atomic_store_explicit(&m->next, NULL, memory_order_relaxed);
-  struct cudaev__msg *prev = atomic_exchange_explicit(&q->tail, m, memory_order_seq_cst);
-  atomic_store_explicit(&prev->next, m, memory_order_release);
-}
-
-struct cudaev__msg *cudaev__mpsc_pop(struct cudaev__mpsc *q) {
-  struct cudaev__msg *head = q->head;
-  struct cudaev__msg *next = atomic_load_explicit(&head->next, memory_order_acquire);
-  if (head == &q->stub) {
-    if (next == NULL) return NULL;
-    q->head = next;
-    head = next;
-    next = atomic_load_explicit(&head->next, memory_order_acquire);
-  }
-  if (next != NULL) {
-    q->head = next;
-    return head;
-  }
-  if (head != atomic_load_explicit(&q->tail, memory_order_acquire))
-    return NULL; /* push in flight */
-  cudaev__mpsc_push(q, &q->stub);
-  next = atomic_load_explicit(&head->next, memory_order_acquire);
-  if (next != NULL) {
-    q->head = next;
-    return head;
-  }
-  return NULL;
-}
-
-bool cudaev__mpsc_empty(struct cudaev__mpsc *q) {
-  return q->head == &q->stub && atomic_load_explicit(&q->tail, memory_order_seq_cst) == &q->stub;
-}

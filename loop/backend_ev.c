@@ -85,4 +85,4 @@ static void ev_stop_(struct cudaev_loop *loop) {
   loop->be_state = NULL;
 }
 
-const struct cudaev__backend cudaev__backend_ev = {"ev", ev_start_, ev_stop_};
+const struct cudaev__backend cudaev__backend_ev = {ev_start_, ev_stop_};

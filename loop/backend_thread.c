@@ -96,7 +96,7 @@ static void loops_at_exit(void) {
     if (pthread_equal(t->th, self)) {
       /* Inside one of this loop's callbacks: its state is consistent (a
        * callback runs between steps), and nobody else touches it. */
-      if (t->loop->gpu) cudaev__gpu_open_gates(t->loop);
+      cudaev__loop_abandon(t->loop);
       continue;
     }
     struct timespec dl;
@@ -106,7 +106,7 @@ static void loops_at_exit(void) {
     dl.tv_nsec = (long)(ns % 1000000000u);
     if (pthread_timedjoin_np(t->th, NULL, &dl) == 0) {
       t->gone = true;
-      if (t->loop->gpu) cudaev__gpu_open_gates(t->loop);
+      cudaev__loop_abandon(t->loop);
     }
     /* Else the thread is stuck in a callback: leave it (and its state). */
   }
@@ -139,6 +139,9 @@ static void fork_child(void) {
     t->gone = true;
   }
   reg_head = NULL;
+  /* The parent's default loop is an ordinary abandoned loop here. */
+  struct cudaev_loop *l = atomic_load_explicit(&default_loop, memory_order_relaxed);
+  if (l != NULL) l->is_default = false;
   atomic_store_explicit(&default_loop, NULL, memory_order_relaxed);
   pthread_mutex_unlock(&reg_mu);
   pthread_mutex_unlock(&default_mu);
@@ -164,7 +167,7 @@ static bool thread_start(struct cudaev_loop *loop) {
   }
   t->th = th;
   t->loop = loop;
-  loop->thread_state = t;
+  loop->be_state = t;
   pthread_mutex_lock(&reg_mu);
   if (!reg_hooked) {
     /* Registered after loop_new's cuInit, so that ours run first. A failed
@@ -183,7 +186,7 @@ static bool thread_start(struct cudaev_loop *loop) {
 }
 
 static void thread_stop(struct cudaev_loop *loop) {
-  struct thread_state *t = loop->thread_state;
+  struct thread_state *t = loop->be_state;
   /* Under reg_mu: an exit handler joining this thread right now finishes
    * first, and then says so in `gone`. */
   pthread_mutex_lock(&reg_mu);
@@ -194,23 +197,21 @@ static void thread_stop(struct cudaev_loop *loop) {
     thread_signal_stop(loop);
     pthread_join(t->th, NULL);
   }
-  loop->thread_state = NULL;
+  loop->be_state = NULL;
   cudaev__free(t, sizeof *t);
 }
 
-const struct cudaev__backend cudaev__backend_thread = {"thread", thread_start, thread_stop};
+const struct cudaev__backend cudaev__backend_thread = {thread_start, thread_stop};
 
 CUDAEV_EXPORT cudaev_loop_t *cudaev_loop_default(void) {
   struct cudaev_loop *l = atomic_load_explicit(&default_loop, memory_order_acquire);
   if (CUDAEV_LIKELY(l != NULL)) return l;
   pthread_mutex_lock(&default_mu);
   l = atomic_load_explicit(&default_loop, memory_order_relaxed);
-  if (l == NULL && cudaev_loop_new_thread(&l) == cudaSuccess)
+  if (l == NULL && cudaev_loop_new_thread(&l) == cudaSuccess) {
+    l->is_default = true; /* before any other thread can have it */
     atomic_store_explicit(&default_loop, l, memory_order_release);
+  }
   pthread_mutex_unlock(&default_mu);
   return l;
-}
-
-bool cudaev__loop_is_default(const struct cudaev_loop *loop) {
-  return loop == atomic_load_explicit(&default_loop, memory_order_acquire);
 }

@@ -1,6 +1,12 @@
 /* Futures: outcome publication, continuations, wait, cancel, promises and
  * the when_all / when_any combinators (cudaev_future_*, cudaev_promise_*,
- * cudaev_when_*). */
+ * cudaev_when_*).
+ *
+ * The core knows no device: a future reaches the source that tracks it
+ * through its loop's table (loop->src_of[kind], struct cudaev__source_ops).
+ * Promises and combinators are this file's own source: they complete by a
+ * call, not by a device, and are kept on the loop's pending list only so
+ * that a destroy can fail them (cudaev__source_promise). */
 #include "libev.h"
 #include "loop_internal.h"
 
@@ -37,7 +43,7 @@ struct cudaev_future *cudaev__future_new(struct cudaev_loop *loop, int kind) {
   atomic_init(&f->refs, 1);
   atomic_init(&f->state, CUDAEV__PENDING);
   atomic_init(&f->msg_bits, 0);
-  atomic_init(&f->msg.next, NULL);
+  atomic_init(&f->msg.node.next, NULL);
   f->msg.kind = CUDAEV__MSG_FUTURE;
   f->kind = (uint8_t)kind;
   f->loop = loop;
@@ -112,23 +118,73 @@ bool cudaev__future_try_complete(struct cudaev_future *f, cudaError_t status) {
   return true;
 }
 
-static bool is_listed(const struct cudaev_future *f) {
-  return f->kind == CUDAEV__K_PROMISE || f->kind == CUDAEV__K_ALL || f->kind == CUDAEV__K_ANY;
+#define LISTED_KINDS ((1u << CUDAEV__K_PROMISE) | (1u << CUDAEV__K_ALL) | (1u << CUDAEV__K_ANY))
+
+/* Promises and combinators: on the pending list until they fire. */
+static bool is_listed(const struct cudaev_future *f) { return (LISTED_KINDS >> f->kind) & 1u; }
+
+/* ---- the promise source: the pending list (loop thread) ----------------- */
+
+static bool pend_add(struct cudaev_loop *loop, struct cudaev_future *f) {
+  if (loop->npend == loop->cap_pend) {
+    uint32_t cap = loop->cap_pend ? loop->cap_pend * 2 : 64;
+    struct cudaev_future **p = cudaev__alloc(cap * sizeof *p);
+    if (p == NULL) return false;
+    if (loop->npend) memcpy(p, loop->pend, loop->npend * sizeof *p);
+    cudaev__free(loop->pend, loop->cap_pend * sizeof *p);
+    loop->pend = p;
+    loop->cap_pend = cap;
+  }
+  f->x.pend_idx = loop->npend;
+  loop->pend[loop->npend++] = f;
+  return true;
 }
 
-static void register_now(struct cudaev_loop *loop, struct cudaev_future *f) {
-  if (is_listed(f)) {
-    /* Already fired (an inline continuation of an input completed it
-     * before its own registration message came): the loop's reference is
-     * gone with the firing; nothing to list. */
-    if (f->fired) return;
-    if (!cudaev__pend_add(loop, f)) {
-      /* Untracked: it still works, but loop destroy cannot fail it; keep
-       * the loop's reference until it fires. */
-    }
-  } else {
-    cudaev__gpu_track(loop, f);
+static void pend_del(struct cudaev_loop *loop, struct cudaev_future *f) {
+  uint32_t i = f->x.pend_idx;
+  if (i == UINT32_MAX || i >= loop->npend || loop->pend[i] != f) return;
+  struct cudaev_future *last = loop->pend[--loop->npend];
+  loop->pend[i] = last;
+  last->x.pend_idx = i;
+  f->x.pend_idx = UINT32_MAX;
+}
+
+static void promise_track(struct cudaev_loop *loop, struct cudaev_future *f) {
+  /* Already fired (an inline continuation of an input completed it
+   * before its own registration message came): the loop's reference is
+   * gone with the firing; nothing to list. */
+  if (f->fired) return;
+  if (!pend_add(loop, f)) {
+    /* Untracked: it still works, but loop destroy cannot fail it; keep
+     * the loop's reference until it fires. */
   }
+}
+
+static size_t promise_pending(struct cudaev_loop *loop) { return loop->npend; }
+
+/* Fails what is pending; each completion takes itself off the list. The
+ * list itself is freed with the loop (late submissions may still use it). */
+static void promise_fini(struct cudaev_loop *loop) {
+  while (loop->npend > 0) {
+    struct cudaev_future *f = loop->pend[loop->npend - 1];
+    if (!cudaev__future_try_complete(f, CUDAEV_ERROR_LOOP_DESTROYED)) {
+      /* Completed but not fired yet: its FIRE is queued; fire it here. */
+      cudaev__future_fire(f);
+    }
+  }
+}
+
+const struct cudaev__source_ops cudaev__source_promise = {
+    .kinds = LISTED_KINDS,
+    .fini = promise_fini,
+    .track = promise_track,
+    .pending = promise_pending,
+};
+
+/* ---- registration, firing, messages --------------------------------------- */
+
+static void register_now(struct cudaev_loop *loop, struct cudaev_future *f) {
+  loop->src_of[f->kind]->track(loop, f);
 }
 
 void cudaev__future_submit(struct cudaev_future *f) {
@@ -154,7 +210,7 @@ void cudaev__future_fire(struct cudaev_future *f) {
   f->fired = 1;
   cudaev_future_retain(f); /* alive until the last continuation ran */
   bool listed = is_listed(f);
-  if (listed) cudaev__pend_del(f->loop, f);
+  if (listed) pend_del(f->loop, f);
   /* The inline first continuation, when it was published in time. */
   if (atomic_fetch_or_explicit(&f->msg_bits, CUDAEV__C0_CLOSED, memory_order_acq_rel) &
       CUDAEV__C0_READY) {
@@ -241,7 +297,7 @@ CUDAEV_EXPORT cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_c
   }
   struct cudaev__cont *c = cudaev__alloc(sizeof *c);
   if (c == NULL) return cudaErrorMemoryAllocation;
-  atomic_init(&c->msg.next, NULL);
+  atomic_init(&c->msg.node.next, NULL);
   c->msg.kind = CUDAEV__MSG_THEN;
   c->next = NULL;
   c->f = cudaev_future_retain(f);
@@ -270,11 +326,11 @@ CUDAEV_EXPORT int cudaev_future_cancel(cudaev_future_t *f) {
   return cudaev__future_try_complete(f, CUDAEV_ERROR_CANCELLED);
 }
 
-/* A plain GPU future can be completed by its waiter from its completion
- * word, so that waiting works while nobody drives the loop. */
-static bool self_complete(struct cudaev_future *f) {
-  if (f->kind != CUDAEV__K_GPU || f->has_gate) return false;
-  cudaError_t st = cudaev__gpu_self_state(f);
+/* A source may let the waiter complete a future itself (a GPU future from
+ * its completion word), so that waiting works while nobody drives the
+ * loop. */
+static bool self_complete(const struct cudaev__source_ops *src, struct cudaev_future *f) {
+  cudaError_t st = src->self_state(f);
   if (st == cudaErrorNotReady) return false;
   cudaev__future_try_complete(f, st);
   return true;
@@ -285,11 +341,13 @@ CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout
   if (cudaev__tls_loop != NULL && cudaev__tls_loop == f->loop) return cudaErrorNotPermitted;
   uint64_t start = cudaev__now_ns();
   uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
-  bool gpu = f->kind == CUDAEV__K_GPU;
+  /* Set at loop creation, so readable here on any thread. */
+  const struct cudaev__source_ops *src = f->loop->src_of[f->kind];
+  bool self = src != NULL && src->self_state != NULL;
   for (unsigned spins = 0;; spins++) {
     uint32_t s = atomic_load_explicit(&f->state, memory_order_acquire);
     if ((s & CUDAEV__STATE_MASK) == CUDAEV__DONE) return f->result;
-    if (gpu && (s & CUDAEV__STATE_MASK) == CUDAEV__PENDING && self_complete(f)) continue;
+    if (self && (s & CUDAEV__STATE_MASK) == CUDAEV__PENDING && self_complete(src, f)) continue;
     uint64_t now = cudaev__now_ns();
     if (now >= deadline) return cudaErrorNotReady;
     /* A short spin first: GPU work waited for is often microseconds away. */
@@ -298,7 +356,7 @@ CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout
       continue;
     }
     uint64_t slice = deadline - now;
-    if (gpu && slice > 1000000) slice = 1000000; /* re-check the word each ms */
+    if (self && slice > 1000000) slice = 1000000; /* re-check the source each ms */
     if ((s & CUDAEV__WAITERS) == 0) {
       if (!atomic_compare_exchange_strong_explicit(&f->state, &s, s | CUDAEV__WAITERS,
                                                    memory_order_acq_rel, memory_order_acquire))

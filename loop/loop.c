@@ -1,88 +1,59 @@
-/* The loop object (cudaev_loop_*): the wakeup, the message queue, one
- * processing pass, and the foreign run mode. The other two run modes are
- * backend_ev.c and backend_thread.c, behind the same const vtable. */
+/* The loop object (cudaev_loop_*): one processing pass over the message
+ * queue and the completion sources, the run modes' common entry points, and
+ * the foreign run mode. The other two run modes are backend_ev.c and
+ * backend_thread.c, behind the same const vtable; the wakeup and the queue's
+ * sending side are waker.c. The sources are reached only through their
+ * tables (struct cudaev__source_ops). */
 #include "libev.h"
 #include "loop_internal.h"
 
-#include <errno.h>
-#include <signal.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <time.h>
-#include <unistd.h>
 
-uint64_t cudaev__now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+/* Every kind of completion source, in the order a pass runs them. */
+static const struct cudaev__source_ops *const sources[CUDAEV__NSOURCES] = {
+    &cudaev__source_promise,
+    &cudaev__source_gpu,
+};
+
+/* ---- the sources, all together ---------------------------------------- */
+
+/* Returns a bit per source that has something to leave. */
+static unsigned sources_enter(struct cudaev_loop *loop) {
+  unsigned entered = 0;
+  for (uint32_t i = 0; i < loop->nrun; i++)
+    if (loop->src[i]->enter != NULL && loop->src[i]->enter(loop)) entered |= 1u << i;
+  return entered;
 }
 
-/* ---- the wakeup ------------------------------------------------------------ */
-
-/* One eventfd write per drain at most: `pending` says a write is already
- * on its way (libuv's uv_async_send pattern). */
-void cudaev__waker_wake(struct cudaev__waker *w) {
-  /* seq_cst: the queue push before this load and the loop's clear of
-   * `pending` before its queue drain form a store/load pair (Dekker); at
-   * least one side must see the other. */
-  if (atomic_load_explicit(&w->pending, memory_order_seq_cst) ||
-      atomic_exchange_explicit(&w->pending, 1, memory_order_seq_cst))
-    return;
-  uint64_t one = 1;
-  ssize_t r;
-  do r = write(w->fd, &one, sizeof one);
-  while (r < 0 && errno == EINTR);
+static void sources_leave(struct cudaev_loop *loop, unsigned entered) {
+  for (uint32_t i = loop->nrun; i-- > 0;)
+    if (loop->src[i]->leave != NULL) loop->src[i]->leave(loop, (entered >> i) & 1u);
 }
 
-void cudaev__waker_release(struct cudaev__waker *w) {
-  if (atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) != 1) return;
-  close(w->fd);
-  cudaev__free(w, sizeof *w);
-}
-
-/* Read first, then clear `pending`: clearing first would let a writer's
- * eventfd write be consumed here while its `pending` stays set, and the next
- * writer would then skip its write with its message still queued (a lost
- * wakeup). The fd is read on every pass (nonblocking) so that a write that
- * lands after the clear never leaves it readable for nothing. */
-static void waker_drain(struct cudaev__waker *w) {
-  uint64_t v;
-  ssize_t r;
-  do r = read(w->fd, &v, sizeof v);
-  while (r < 0 && errno == EINTR);
-  atomic_store_explicit(&w->pending, 0, memory_order_seq_cst);
-}
-
-void cudaev__loop_send(struct cudaev_loop *loop, struct cudaev__msg *m) {
-  cudaev__mpsc_push(&loop->q, m);
-  cudaev__loop_wake(loop);
-}
-
-/* ---- pending list (loop thread) --------------------------------------- */
-
-bool cudaev__pend_add(struct cudaev_loop *loop, struct cudaev_future *f) {
-  if (loop->npend == loop->cap_pend) {
-    uint32_t cap = loop->cap_pend ? loop->cap_pend * 2 : 64;
-    struct cudaev_future **p = cudaev__alloc(cap * sizeof *p);
-    if (p == NULL) return false;
-    if (loop->npend) memcpy(p, loop->pend, loop->npend * sizeof *p);
-    cudaev__free(loop->pend, loop->cap_pend * sizeof *p);
-    loop->pend = p;
-    loop->cap_pend = cap;
+/* Loop creation: every source that can start is run by this loop. */
+static void sources_init(struct cudaev_loop *loop) {
+  for (uint32_t i = 0; i < CUDAEV__NSOURCES; i++) {
+    const struct cudaev__source_ops *s = sources[i];
+    if (s->init != NULL && s->init(loop) != cudaSuccess) continue;
+    loop->src[loop->nsrc++] = s;
+    loop->nrun = loop->nsrc;
+    for (uint32_t k = 0; k < CUDAEV__K_COUNT; k++)
+      if (s->kinds & (1u << k)) loop->src_of[k] = s;
   }
-  f->x.pend_idx = loop->npend;
-  loop->pend[loop->npend++] = f;
-  return true;
 }
 
-void cudaev__pend_del(struct cudaev_loop *loop, struct cudaev_future *f) {
-  uint32_t i = f->x.pend_idx;
-  if (i == UINT32_MAX || i >= loop->npend || loop->pend[i] != f) return;
-  struct cudaev_future *last = loop->pend[--loop->npend];
-  loop->pend[i] = last;
-  last->x.pend_idx = i;
-  f->x.pend_idx = UINT32_MAX;
+/* After fini the passes run no source any more; they still count what the
+ * sources hold (pending), and a future still queued for one is handed to its
+ * track as before (src_of stays). */
+static void sources_fini(struct cudaev_loop *loop) {
+  for (uint32_t i = 0; i < loop->nrun; i++)
+    if (loop->src[i]->fini != NULL) loop->src[i]->fini(loop);
+  loop->nrun = 0;
+}
+
+void cudaev__loop_abandon(struct cudaev_loop *loop) {
+  for (uint32_t i = 0; i < loop->nrun; i++)
+    if (loop->src[i]->abandon != NULL) loop->src[i]->abandon(loop);
 }
 
 /* ---- one pass ------------------------------------------------------------- */
@@ -94,20 +65,22 @@ struct call_msg {
 };
 
 static void publish_pending(struct cudaev_loop *loop) {
-  size_t n = loop->npend + (loop->gpu ? cudaev__gpu_pending(loop) : 0);
+  size_t n = 0;
+  for (uint32_t i = 0; i < loop->nsrc; i++)
+    if (loop->src[i]->pending != NULL) n += loop->src[i]->pending(loop);
   atomic_store_explicit(&loop->npending_pub, n, memory_order_relaxed);
 }
 
 bool cudaev__loop_process(struct cudaev_loop *loop) {
   struct cudaev_loop *prev = cudaev__tls_loop;
   cudaev__tls_loop = loop;
-  loop->in_process++;
-  bool pushed = loop->gpu ? cudaev__gpu_enter(loop) : false;
-  waker_drain(loop->waker);
+  unsigned entered = sources_enter(loop);
+  cudaev__waker_drain(loop->waker);
   bool more = false;
   unsigned n = 0;
-  struct cudaev__msg *m;
-  while ((m = cudaev__mpsc_pop(&loop->q)) != NULL) {
+  struct cudaev__mpsc_node *node;
+  while ((node = cudaev__mpsc_pop(&loop->q)) != NULL) {
+    struct cudaev__msg *m = cudaev__msg_of(node);
     switch (m->kind) {
     case CUDAEV__MSG_FUTURE:
     case CUDAEV__MSG_THEN: cudaev__future_msg(loop, m); break;
@@ -117,33 +90,40 @@ bool cudaev__loop_process(struct cudaev_loop *loop) {
       cudaev__free(c, sizeof *c);
       break;
     }
-    case CUDAEV__MSG_NOTIFY: cudaev__notify_msg(loop, m); break;
+    case CUDAEV__MSG_RUN: ((struct cudaev__run_msg *)m)->run(loop, m); break;
     default: break;
     }
     /* Bounded, so that GPU completions are not starved by a flood. */
     if (++n == 4096) break;
   }
   if (!cudaev__mpsc_empty(&loop->q)) more = true;
-  if (loop->gpu) {
-    cudaev__gpu_poll(loop);
-    cudaev__gpu_watchdog(loop, cudaev__now_ns());
-  }
+  for (uint32_t i = 0; i < loop->nrun; i++)
+    if (loop->src[i]->poll != NULL) loop->src[i]->poll(loop);
+  uint64_t now = 0;
+  for (uint32_t i = 0; i < loop->nrun; i++)
+    if (loop->src[i]->tick != NULL) {
+      if (now == 0) now = cudaev__now_ns();
+      loop->src[i]->tick(loop, now);
+    }
   if (cudaev__run_deferred(loop)) more = true;
   publish_pending(loop);
-  if (loop->gpu) cudaev__gpu_leave(loop, pushed);
-  loop->in_process--;
+  sources_leave(loop, entered);
   cudaev__tls_loop = prev;
   return more;
 }
 
 uint64_t cudaev__loop_before_sleep(struct cudaev_loop *loop) {
   if (loop->def_head != NULL || !cudaev__mpsc_empty(&loop->q)) return 0;
-  if (loop->gpu == NULL) return UINT64_MAX;
   struct cudaev_loop *prev = cudaev__tls_loop;
   cudaev__tls_loop = loop;
-  bool pushed = cudaev__gpu_enter(loop);
-  uint64_t t = cudaev__gpu_before_sleep(loop);
-  cudaev__gpu_leave(loop, pushed);
+  unsigned entered = sources_enter(loop);
+  uint64_t t = UINT64_MAX;
+  for (uint32_t i = 0; i < loop->nrun && t != 0; i++)
+    if (loop->src[i]->before_sleep != NULL) {
+      uint64_t u = loop->src[i]->before_sleep(loop);
+      if (u < t) t = u;
+    }
+  sources_leave(loop, entered);
   cudaev__tls_loop = prev;
   return t;
 }
@@ -157,7 +137,7 @@ static bool foreign_start(struct cudaev_loop *loop) {
 }
 static void foreign_stop(struct cudaev_loop *loop) {}
 
-const struct cudaev__backend cudaev__backend_foreign = {"foreign", foreign_start, foreign_stop};
+const struct cudaev__backend cudaev__backend_foreign = {foreign_start, foreign_stop};
 
 /* ---- public ---------------------------------------------------------------------- */
 
@@ -168,32 +148,23 @@ static cudaError_t loop_new(const struct cudaev__backend *be, struct ev_loop *ev
   if (be == &cudaev__backend_ev && cudaev__libev_bind() != cudaSuccess)
     return CUDAEV_ERROR_NO_LIBEV;
   struct cudaev_loop *loop = cudaev__alloc(sizeof *loop);
-  struct cudaev__waker *w = cudaev__alloc(sizeof *w);
-  if (loop == NULL || w == NULL) {
-    cudaev__free(loop, sizeof *loop);
-    cudaev__free(w, sizeof *w);
-    return cudaErrorMemoryAllocation;
-  }
+  if (loop == NULL) return cudaErrorMemoryAllocation;
   memset(loop, 0, sizeof *loop);
-  w->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (w->fd < 0) {
+  cudaError_t e = cudaev__waker_new(&loop->waker);
+  if (e != cudaSuccess) {
     cudaev__free(loop, sizeof *loop);
-    cudaev__free(w, sizeof *w);
-    return cudaErrorOperatingSystem;
+    return e;
   }
-  atomic_init(&w->refs, 1);
-  atomic_init(&w->pending, 0);
-  loop->waker = w;
   cudaev__mpsc_init(&loop->q);
   loop->be = be;
   loop->evl = evl;
   atomic_init(&loop->spin_max_us, 50);
   atomic_init(&loop->npending_pub, 0);
   atomic_init(&loop->stopping, 0);
-  loop->gpu_error = cudaev__gpu_init(loop);
+  sources_init(loop);
   if (be->start(loop)) {
-    if (loop->gpu) cudaev__gpu_fini(loop);
-    cudaev__waker_release(w);
+    sources_fini(loop);
+    cudaev__waker_release(loop->waker);
     cudaev__free(loop, sizeof *loop);
     return be == &cudaev__backend_ev ? cudaErrorMemoryAllocation : cudaErrorOperatingSystem;
   }
@@ -212,26 +183,18 @@ CUDAEV_EXPORT cudaError_t cudaev_loop_new_thread(cudaev_loop_t **out) {
 }
 
 CUDAEV_EXPORT void cudaev_loop_destroy(cudaev_loop_t *loop) {
-  if (loop == NULL || cudaev__loop_is_default(loop)) return;
+  if (loop == NULL || loop->is_default) return;
   loop->be->stop(loop);
   /* From here the calling thread is the loop thread. */
   cudaev__loop_process(loop);
   struct cudaev_loop *prev = cudaev__tls_loop;
   cudaev__tls_loop = loop;
-  loop->in_process++;
-  /* Fail what is pending; each completion takes itself off the list. */
-  while (loop->npend > 0) {
-    struct cudaev_future *f = loop->pend[loop->npend - 1];
-    if (!cudaev__future_try_complete(f, CUDAEV_ERROR_LOOP_DESTROYED)) {
-      /* Completed but not fired yet: its FIRE is queued; fire it here. */
-      cudaev__future_fire(f);
-    }
-  }
-  if (loop->gpu) cudaev__gpu_fini(loop);
-  loop->in_process--;
+  /* Each source fails what it has pending (promises first). */
+  sources_fini(loop);
   cudaev__tls_loop = prev;
   while (cudaev__loop_process(loop) || !cudaev__mpsc_empty(&loop->q)) {
   }
+  /* The promise source's list, which late submissions above may have used. */
   cudaev__free(loop->pend, loop->cap_pend * sizeof *loop->pend);
   cudaev__waker_release(loop->waker);
   cudaev__free(loop, sizeof *loop);

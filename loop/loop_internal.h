@@ -17,7 +17,9 @@
 
 #include "internal.h"
 
+#include "clock.h"
 #include "cudaev.h"
+#include "mpsc.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -30,37 +32,32 @@
 void *cudaev__alloc(size_t size);
 void cudaev__free(void *p, size_t size);
 
-/* ---- MPSC queue (Vyukov, intrusive) ------------------------------------- */
+/* ---- messages to the loop (on the MPSC queue, mpsc.h) ------------------- */
 
 enum cudaev__msg_kind {
-  CUDAEV__MSG_STUB = 0,
-  CUDAEV__MSG_FUTURE, /* a future with msg_bits set */
-  CUDAEV__MSG_THEN,   /* a continuation added off the loop thread */
-  CUDAEV__MSG_CALL,   /* cudaev_loop_post */
-  CUDAEV__MSG_NOTIFY, /* a device notification */
+  CUDAEV__MSG_FUTURE = 1, /* a future with msg_bits set */
+  CUDAEV__MSG_THEN,       /* a continuation added off the loop thread */
+  CUDAEV__MSG_CALL,       /* cudaev_loop_post */
+  CUDAEV__MSG_RUN,        /* a struct cudaev__run_msg: device notifications */
 };
 
 struct cudaev__msg {
-  _Atomic(struct cudaev__msg *) next;
+  struct cudaev__mpsc_node node; /* first: a popped node is its message */
   uint32_t kind;
-  uint32_t seq; /* GPU futures: place in their stream's order (gpu.c) */
+  uint32_t seq; /* GPU futures: place in stream order (struct cudaev__backlog) */
 };
 
-struct cudaev__mpsc {
-  _Atomic(struct cudaev__msg *) tail; /* producers exchange here */
-  char pad_[64 - sizeof(void *)];
-  struct cudaev__msg *head; /* consumer only */
-  struct cudaev__msg stub;
-};
+static inline struct cudaev__msg *cudaev__msg_of(struct cudaev__mpsc_node *n) {
+  return (struct cudaev__msg *)(void *)n;
+}
 
-void cudaev__mpsc_init(struct cudaev__mpsc *q);
-/* Thread: any. */
-void cudaev__mpsc_push(struct cudaev__mpsc *q, struct cudaev__msg *m);
-/* Consumer only. NULL when empty, or when a producer is between its two
- * steps (the caller retries on the next wakeup, which that producer sends). */
-struct cudaev__msg *cudaev__mpsc_pop(struct cudaev__mpsc *q);
-/* Consumer only: true when nothing is queued or being pushed. */
-bool cudaev__mpsc_empty(struct cudaev__mpsc *q);
+/* A message that brings its own handler, so that the loop delivers what a
+ * source sends itself (device notifications) without knowing the source:
+ * the pass calls run(loop, msg), which then owns msg. */
+struct cudaev__run_msg {
+  struct cudaev__msg msg; /* CUDAEV__MSG_RUN */
+  void (*run)(struct cudaev_loop *loop, struct cudaev__msg *m);
+};
 
 /* ---- futures ------------------------------------------------------------ */
 
@@ -78,6 +75,7 @@ enum cudaev__fkind {
   CUDAEV__K_ANY,
   CUDAEV__K_GPU,    /* completion word (or pooled event) on a stream */
   CUDAEV__K_HOSTFN, /* internal: the loop-thread host function trigger */
+  CUDAEV__K_COUNT
 };
 
 /* msg_bits: what a queued MSG_FUTURE asks of the loop ... */
@@ -100,8 +98,8 @@ struct cudaev__cont {
   void *user;
 };
 
-struct cudaev__track;
-struct cudaev__hgate; /* loop/gpu.c */
+struct cudaev__track; /* loop/gpu_internal.h */
+struct cudaev__hgate; /* loop/gpu_internal.h */
 
 struct cudaev_future {
   struct cudaev__msg msg; /* 16: queue link (MSG_FUTURE) */
@@ -180,23 +178,84 @@ void cudaev__future_msg(struct cudaev_loop *loop, struct cudaev__msg *m);
 /* Loop thread: runs the continuations queued for already-fired futures. */
 bool cudaev__run_deferred(struct cudaev_loop *loop);
 
+/* ---- completion sources ------------------------------------------------- */
+
+/* A completion source is a kind of work that completes futures: GPU work on
+ * streams (loop/gpu*.c), promises and combinators (loop/future.c), later
+ * timers or a second device. Each plugs into the loop through one const
+ * table, as libuv's handle types do: the loop walks the sources it runs
+ * once per pass (never once per future: a source keeps its inner loops to
+ * itself), and the future core reaches a future's source only through
+ * loop->src_of[f->kind] (track, self_state). Neither calls a source by
+ * name. A NULL member is skipped. Members run on the loop thread (the
+ * thread inside cudaev__loop_process, or the one destroying the loop)
+ * unless they say otherwise. */
+struct cudaev__source_ops {
+  /* The future kinds it tracks: bit (1u << kind) per enum cudaev__fkind. */
+  uint32_t kinds;
+  /* Loop creation, on the creating thread: sets up the source's state in
+   * the loop. Any result but cudaSuccess leaves the loop without this
+   * source; its own entry points report why. */
+  cudaError_t (*init)(struct cudaev_loop *loop);
+  /* Loop destroy: fails what is pending with CUDAEV_ERROR_LOOP_DESTROYED
+   * (continuations run on the destroying thread) and frees what passes
+   * use. Afterwards the loop calls only pending, and track for a future
+   * that was still queued. */
+  void (*fini)(struct cudaev_loop *loop);
+  /* Takes a submitted future of one of `kinds` in (the pending list, its
+   * stream's FIFO) with the loop's reference. */
+  void (*track)(struct cudaev_loop *loop, struct cudaev_future *f);
+  /* Thread: any (a waiter off the loop thread). Where f's work stands
+   * without the loop: cudaErrorNotReady, else the outcome the waiter
+   * completes f with. NULL: waiters only wait for the loop. */
+  cudaError_t (*self_state)(struct cudaev_future *f);
+  /* Around each pass and each before_sleep: makes current what the source
+   * needs (the loop's CUDA context); returns whether leave must undo it. */
+  bool (*enter)(struct cudaev_loop *loop);
+  void (*leave)(struct cudaev_loop *loop, bool entered);
+  /* Once per pass: completes what has finished. True if anything did. */
+  bool (*poll)(struct cudaev_loop *loop);
+  /* Once per pass, after every poll, with the pass's clock (cudaev__now_ns):
+   * the source's periodic work (the GPU's sticky-error watchdog). */
+  void (*tick)(struct cudaev_loop *loop, uint64_t now);
+  /* Before the loop blocks, when no message or continuation is waiting:
+   * spins or arms wakeups as the source sees fit, and returns the longest
+   * the loop may block in ns (UINT64_MAX: until woken; 0: not at all). */
+  uint64_t (*before_sleep)(struct cudaev_loop *loop);
+  /* Futures it tracks (cudaev_loop_pending). */
+  size_t (*pending)(struct cudaev_loop *loop);
+  /* Process exit, with the loop thread stopped (or calling exit itself):
+   * lets go of what outside the process waits for the loop (host-function
+   * gates on streams), without a driver call or user code. */
+  void (*abandon)(struct cudaev_loop *loop);
+};
+
+/* The sources, in the order the loop runs them (loop.c lists them). */
+extern const struct cudaev__source_ops cudaev__source_promise; /* future.c */
+extern const struct cudaev__source_ops cudaev__source_gpu;     /* gpu.c */
+#define CUDAEV__NSOURCES 2
+
 /* ---- the loop ----------------------------------------------------------- */
 
-/* The wakeup: an eventfd shared by the loop and by the driver's host
- * functions that wake it. Refcounted because a host function may still be
- * queued on a stream when the loop is destroyed. */
+/* The wakeup (waker.c): an eventfd shared by the loop and by the driver's
+ * host functions that wake it. Refcounted because a host function may still
+ * be queued on a stream when the loop is destroyed. */
 struct cudaev__waker {
   _Atomic uint32_t refs;
   _Atomic uint32_t pending; /* 1 once written since the loop last drained */
   int fd;
 };
+/* A new waker with one reference, or the error (out of memory, no eventfd). */
+cudaError_t cudaev__waker_new(struct cudaev__waker **out);
+/* Makes the fd readable, at most once per drain. Thread: any. */
 void cudaev__waker_wake(struct cudaev__waker *w);
 void cudaev__waker_release(struct cudaev__waker *w);
+/* The loop thread, at the start of a pass: reads the fd and re-arms wake. */
+void cudaev__waker_drain(struct cudaev__waker *w);
 
 /* A run mode: who waits for the wakeup fd and the timer (const vtable,
  * chosen at creation). */
 struct cudaev__backend {
-  const char *name;
   /* Starts watching (io on the fd, timer, prepare hook). true on error. */
   bool (*start)(struct cudaev_loop *loop);
   /* Stops and frees the backend's state; from the destroying thread. */
@@ -207,26 +266,36 @@ extern const struct cudaev__backend cudaev__backend_ev;
 extern const struct cudaev__backend cudaev__backend_foreign;
 extern const struct cudaev__backend cudaev__backend_thread;
 
-struct cudaev__gpu; /* loop/gpu.c */
+struct cudaev__gpu; /* loop/gpu_internal.h */
 
 struct cudaev_loop {
   struct cudaev__mpsc q;
   struct cudaev__waker *waker;
   const struct cudaev__backend *be;
-  void *be_state;      /* ev mode: the libev watchers */
-  void *thread_state;  /* thread mode: the thread */
+  void *be_state;      /* the backend's: ev mode's watchers, thread mode's thread */
   struct ev_loop *evl; /* ev mode: the application's libev loop */
   _Atomic uint32_t spin_max_us;
   _Atomic size_t npending_pub; /* published count for cudaev_loop_pending */
   _Atomic uint32_t stopping;
+  /* The process's default loop, which cudaev_loop_destroy leaves alone:
+   * set before the loop is published (backend_thread.c), cleared in a fork
+   * child, where the default loop is a new one. */
+  bool is_default;
+  /* Set at creation: the sources this loop runs, and the source of each
+   * future kind. Passes run the first nrun (nsrc until destroy finalized
+   * them); the pending count asks all nsrc. */
+  uint32_t nsrc, nrun;
+  const struct cudaev__source_ops *src[CUDAEV__NSOURCES];
+  const struct cudaev__source_ops *src_of[CUDAEV__K_COUNT];
   /* loop thread only: */
-  struct cudaev_future **pend; /* promises and combinators not yet fired */
-  uint32_t npend, cap_pend;
   struct cudaev__cont *def_head, *def_tail; /* continuations of fired futures */
-  pthread_t owner;                          /* the thread inside process() */
-  int in_process;
-  struct cudaev__gpu *gpu; /* NULL when the runtime could not start */
-  cudaError_t gpu_error;   /* why gpu is NULL */
+  /* The promise source's (future.c): promises and combinators not fired. */
+  struct cudaev_future **pend;
+  uint32_t npend, cap_pend;
+  /* The GPU source's (gpu*.c): its state, NULL when the runtime could not
+   * start, and why. */
+  struct cudaev__gpu *gpu;
+  cudaError_t gpu_error;
 };
 
 /* The loop the calling thread is processing, or NULL. */
@@ -237,62 +306,19 @@ static inline bool cudaev__on_loop(const struct cudaev_loop *loop) {
 
 /* Wakes the loop (any thread). */
 static inline void cudaev__loop_wake(struct cudaev_loop *loop) { cudaev__waker_wake(loop->waker); }
-/* Sends a message to the loop (any thread) and wakes it. */
+/* Sends a message to the loop and wakes it (waker.c). Thread: any. */
 void cudaev__loop_send(struct cudaev_loop *loop, struct cudaev__msg *m);
 
-/* One pass: drain wakeups and messages, poll GPU sources, run deferred
- * continuations, the watchdog. Returns true when more work is ready now. */
+/* One pass: drain wakeups and messages, poll the sources, their periodic
+ * work, run deferred continuations. Returns true when more work is ready
+ * now. */
 bool cudaev__loop_process(struct cudaev_loop *loop);
-/* Before blocking: spins adaptively and arms GPU wakeups. Returns the
+/* Before blocking: lets the sources spin and arm wakeups. Returns the
  * longest the caller may block in ns (UINT64_MAX: until the fd fires; 0:
  * process again now). */
 uint64_t cudaev__loop_before_sleep(struct cudaev_loop *loop);
-
-/* pending-list maintenance (loop thread) */
-bool cudaev__pend_add(struct cudaev_loop *loop, struct cudaev_future *f);
-void cudaev__pend_del(struct cudaev_loop *loop, struct cudaev_future *f);
-
-uint64_t cudaev__now_ns(void);
-
-/* Whether `loop` is the process's default loop (backend_thread.c), which
- * cudaev_loop_destroy leaves alone. Thread: any. */
-bool cudaev__loop_is_default(const struct cudaev_loop *loop);
-
-/* ---- GPU sources (loop/gpu.c) ------------------------------------------- */
-
-/* Binds the loop to the calling thread's context and creates the GPU
- * resources. Returns the error that makes GPU sources unavailable. */
-cudaError_t cudaev__gpu_init(struct cudaev_loop *loop);
-/* Loop thread: adds a submitted GPU future to its stream's FIFO. */
-void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f);
-/* Loop thread: polls completion words; true if anything completed. */
-bool cudaev__gpu_poll(struct cudaev_loop *loop);
-/* Loop thread: the watchdog (sticky errors); runs when due. */
-void cudaev__gpu_watchdog(struct cudaev_loop *loop, uint64_t now);
-/* Loop thread: the next deadline the GPU side wants (0 = none). */
-uint64_t cudaev__gpu_deadline(struct cudaev_loop *loop);
-/* Loop thread: spin + arm before sleeping; returns ns the loop may block. */
-uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop);
-/* Number of GPU futures tracked. */
-size_t cudaev__gpu_pending(struct cudaev_loop *loop);
-/* For wait() off the loop thread: where the GPU is with a plain GPU future
- * (word or event), without the loop: cudaErrorNotReady, else its outcome. */
-cudaError_t cudaev__gpu_self_state(struct cudaev_future *f);
-/* Destroy: fail pending GPU futures, release gates, sync, free. */
-void cudaev__gpu_fini(struct cudaev_loop *loop);
-/* Enter/leave the loop's context on the processing thread: pushes it when
- * another (or none) is current; returns whether it pushed. */
-bool cudaev__gpu_enter(struct cudaev_loop *loop);
-void cudaev__gpu_leave(struct cudaev_loop *loop, bool pushed);
-/* Stream records alive (tracked streams plus at most IDLE_MAX idle ones);
- * for tests. Thread: any (a relaxed snapshot). */
-size_t cudaev__gpu_tracks(struct cudaev_loop *loop);
-/* Process exit, with the loop thread stopped (or calling exit itself):
- * opens the gates of the loop-thread host functions in the stream FIFOs
- * without running them, so that neither the GPU nor a driver thread stays
- * blocked on a loop that will not run again. No driver call, no user code. */
-void cudaev__gpu_open_gates(struct cudaev_loop *loop);
-/* Handles a MSG_NOTIFY. */
-void cudaev__notify_msg(struct cudaev_loop *loop, struct cudaev__msg *m);
+/* Process exit, the loop thread stopped or calling exit itself: the
+ * sources' abandon (no driver call, no user code). */
+void cudaev__loop_abandon(struct cudaev_loop *loop);
 
 #endif

@@ -4,7 +4,7 @@
  * handlers. Each scenario runs in a forked child that must exit 0 within
  * CHILD_LIMIT_S seconds (a crash or a hang at exit is the failure).
  * Without a driver the loops serve promises only: what is tested is the
- * threads' lifetime (loop/loop.c, "Exit, fork and dlclose" in
+ * threads' lifetime (loop/backend_thread.c, "Exit, fork and dlclose" in
  * docs/design.md); the GPU side of exit is in loop_gpu_fake.c. Exit 0 =
  * pass. */
 #include <pthread.h>

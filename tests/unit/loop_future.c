@@ -418,7 +418,7 @@ static long count_from_env(long dflt) {
 
 /* 32 threads submit promises and complete them (set and cancel racing)
  * while the loop thread runs continuations. Default 320k futures; set
- * CUDAEV_TEST_FUTURES=10000000 for the 10M-future target. */
+ * CUDAEV_TEST_FUTURES=10000000 for the 10M the unit suite runs. */
 Test(loop_stress, exactly_once_32_threads, .timeout = 300) {
   static struct stress s;
   cr_assert_eq(cudaev_loop_new_thread(&s.loop), cudaSuccess);

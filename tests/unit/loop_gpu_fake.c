@@ -1,4 +1,4 @@
-/* The GPU side of the loop (loop/gpu.c) against a fake driver: a CPU
+/* The GPU source of the loop (loop/gpu*.c, hostfn.c) against a fake driver: a CPU
  * thread plays the GPU, executing each fake stream's operations in order
  * (write a word, wait on a word, host function, "kernel" delay, event
  * record, event wait) and can be told to fault (sticky error: nothing more
@@ -59,7 +59,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t drained = PTHREAD_COND_INITIALIZER;
 static struct fstream *streams;
 static atomic_int faulted, gpu_run, writes_supported = 1;
-static atomic_long hostfns;            /* cuLaunchHostFunc calls */
+static atomic_long hostfns;                  /* cuLaunchHostFunc calls */
 static atomic_long writes, records, queries; /* cuStreamWriteValue32, cuEventRecord, cuEventQuery */
 static pthread_t gpu_th;
 
@@ -1107,7 +1107,7 @@ Test(loop_gpu_fake, graph_launch_future) {
 
 /* ---- stream records and process exit ------------------------------------------ */
 
-/* Test-only counter of stream records (loop/loop_internal.h). */
+/* Test-only counter of stream records (loop/gpu_internal.h). */
 size_t cudaev__gpu_tracks(cudaev_loop_t *loop);
 
 static void flag_fn(cudaev_loop_t *loop, void *u) { atomic_store((atomic_int *)u, 1); }

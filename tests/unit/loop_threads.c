@@ -1,8 +1,8 @@
 /* The loop core's concurrent paths as a plain program (no Criterion), so
  * that it also runs under ThreadSanitizer: Criterion's fork arena cannot
- * start under TSan (Snaipe/Criterion#274). Exit 0 = pass.
+ * start under TSan (docs/design.md, Tests, names the upstream bug). Exit 0 = pass.
  * CUDAEV_TEST_FUTURES sets the number of futures of the 32-thread test
- * (default 64k; the 10M-future target: CUDAEV_TEST_FUTURES=10000000). */
+ * (default 64k; the unit suite's 10M: CUDAEV_TEST_FUTURES=10000000). */
 #include <ev.h>
 #include <malloc.h>
 #include <pthread.h>

@@ -1,0 +1,111 @@
+/* How the loop sleeps while GPU work is pending (the source's
+ * before_sleep): an adaptive spin while completions are near, then one
+ * armed wakeup per busy stream (a host function that writes the loop's
+ * eventfd, struct cudaev__arm), never one per operation. */
+#include "gpu_internal.h"
+
+#define FLOW_NS      20000u   /* spin on while the last completion is this recent */
+#define GAP_MIN_NS   10000u   /* shortest sleep while streams are deep */
+#define DEEP_POLL_NS 1000000u /* sleep cap with deep streams, no gap known */
+
+void CUDA_CB cudaev__gpu_wake_fn(void *arg) {
+  struct cudaev__waker *w = arg;
+  cudaev__waker_wake(w);
+  cudaev__waker_release(w);
+}
+
+struct cudaev__arm *cudaev__arm_new(struct cudaev__waker *w) {
+  struct cudaev__arm *a = cudaev__alloc(sizeof *a);
+  if (a == NULL) return NULL;
+  atomic_init(&a->refs, 1);
+  atomic_init(&a->armed, 0);
+  a->w = w;
+  atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);
+  return a;
+}
+
+void cudaev__arm_release(struct cudaev__arm *a) {
+  if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) != 1) return;
+  cudaev__waker_release(a->w);
+  cudaev__free(a, sizeof *a);
+}
+
+/* An armed wakeup: clear `armed` before waking, so that the pass the wake
+ * causes may arm the next one. */
+static void CUDA_CB wake_arm_fn(void *arg) {
+  struct cudaev__arm *a = arg;
+  atomic_store_explicit(&a->armed, 0, memory_order_seq_cst);
+  cudaev__waker_wake(a->w);
+  cudaev__arm_release(a);
+}
+
+static bool any_head_done(struct cudaev__gpu *g) {
+  for (uint32_t i = 0; i < g->nbusy; i++)
+    if (head_state(g, head_of(g->busy[i])) != cudaErrorNotReady) return true;
+  return false;
+}
+
+uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
+  struct cudaev__gpu *g = loop->gpu;
+  if (g->nbusy == 0) return UINT64_MAX;
+  uint64_t now = cudaev__now_ns();
+  /* Adaptive spin (CUDA.jl): only while the oldest work is expected to
+   * finish within the window, judged from recent completion times. */
+  uint64_t max = (uint64_t)atomic_load_explicit(&loop->spin_max_us, memory_order_relaxed) * 1000;
+  if (max > 0 && !g->use_events) {
+    uint64_t oldest = UINT64_MAX;
+    for (uint32_t i = 0; i < g->nbusy; i++)
+      if (head_of(g->busy[i])->t_submit < oldest) oldest = head_of(g->busy[i])->t_submit;
+    uint64_t end = oldest + 2 * g->ewma_ns + 5000;
+    /* While completions flow (a pass completed something lately), the
+     * next is likely near too: keep polling rather than sleep until a
+     * stream's armed wakeup, which sits behind all of its queued work. */
+    if (end < g->last_done + FLOW_NS) end = g->last_done + FLOW_NS;
+    if (end > now + max) end = now + max;
+    while (now < end) {
+      /* New submissions are not tracked yet: process them first. */
+      if (any_head_done(g) || !cudaev__mpsc_empty(&loop->q)) return 0;
+      for (int k = 0; k < 16; k++) __builtin_ia32_pause();
+      now = cudaev__now_ns();
+    }
+  }
+  if (any_head_done(g)) return 0;
+  /* Arm one host function per busy stream with work submitted since its
+   * last one (UCX): it writes the eventfd when the stream gets there. */
+  bool deep = false;
+  for (uint32_t i = 0; i < g->nbusy; i++) {
+    struct cudaev__track *t = g->busy[i];
+    if (t->rlen > 1) deep = true;
+    /* Nothing new; or a wakeup still queued (it fires when the stream has
+     * passed it, and the pass it causes arms the next); or the loop must
+     * not enqueue there (may_enqueue: a loop-thread host function's own
+     * wakeup comes first; a stream hundreds deep is polled, below). */
+    if (t->nsub <= t->armed_upto || !may_enqueue(g, t) ||
+        atomic_load_explicit(&t->arm->armed, memory_order_seq_cst))
+      continue;
+    atomic_store_explicit(&t->arm->armed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->arm->refs, 1, memory_order_relaxed);
+    if (cudaev__drv.cuLaunchHostFunc(t->stream, wake_arm_fn, t->arm) == CUDA_SUCCESS) {
+      t->armed_upto = t->nsub;
+    } else {
+      atomic_store_explicit(&t->arm->armed, 0, memory_order_relaxed);
+      cudaev__arm_release(t->arm); /* the watchdog still polls */
+    }
+  }
+  /* Something may have finished while arming. */
+  if (any_head_done(g)) return 0;
+  now = cudaev__now_ns();
+  uint64_t t = g->next_watchdog > now ? g->next_watchdog - now : 0;
+  /* An armed wakeup fires when its stream has passed all of its queued
+   * work: with more than one entry queued, the ones before it would wait
+   * for that (and a stream too deep to arm has none). So while streams are
+   * deep, sleep no longer than a quarter of the usual time between
+   * completions (at least GAP_MIN_NS), or DEEP_POLL_NS before any was seen. */
+  if (deep) {
+    uint64_t cap = g->gap_ns == 0               ? DEEP_POLL_NS
+                   : g->gap_ns / 4 > GAP_MIN_NS ? g->gap_ns / 4
+                                                : GAP_MIN_NS;
+    if (cap < t) t = cap;
+  }
+  return t;
+}

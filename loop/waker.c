@@ -1,0 +1,61 @@
+/* The wakeup: one eventfd per loop, written at most once per drain, and
+ * cudaev__loop_send, the one door into a loop from other threads (a queue
+ * push and a wake, libev's ev_async_send and libuv's uv_async_send). */
+#include "loop_internal.h"
+
+#include <errno.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+cudaError_t cudaev__waker_new(struct cudaev__waker **out) {
+  struct cudaev__waker *w = cudaev__alloc(sizeof *w);
+  if (w == NULL) return cudaErrorMemoryAllocation;
+  w->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (w->fd < 0) {
+    cudaev__free(w, sizeof *w);
+    return cudaErrorOperatingSystem;
+  }
+  atomic_init(&w->refs, 1);
+  atomic_init(&w->pending, 0);
+  *out = w;
+  return cudaSuccess;
+}
+
+/* One eventfd write per drain at most: `pending` says a write is already
+ * on its way (libuv's uv_async_send pattern). */
+void cudaev__waker_wake(struct cudaev__waker *w) {
+  /* seq_cst: the queue push before this load and the loop's clear of
+   * `pending` before its queue drain form a store/load pair (Dekker); at
+   * least one side must see the other. */
+  if (atomic_load_explicit(&w->pending, memory_order_seq_cst) ||
+      atomic_exchange_explicit(&w->pending, 1, memory_order_seq_cst))
+    return;
+  uint64_t one = 1;
+  ssize_t r;
+  do r = write(w->fd, &one, sizeof one);
+  while (r < 0 && errno == EINTR);
+}
+
+void cudaev__waker_release(struct cudaev__waker *w) {
+  if (atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) != 1) return;
+  close(w->fd);
+  cudaev__free(w, sizeof *w);
+}
+
+/* Read first, then clear `pending`: clearing first would let a writer's
+ * eventfd write be consumed here while its `pending` stays set, and the next
+ * writer would then skip its write with its message still queued (a lost
+ * wakeup). The fd is read on every pass (nonblocking) so that a write that
+ * lands after the clear never leaves it readable for nothing. */
+void cudaev__waker_drain(struct cudaev__waker *w) {
+  uint64_t v;
+  ssize_t r;
+  do r = read(w->fd, &v, sizeof v);
+  while (r < 0 && errno == EINTR);
+  atomic_store_explicit(&w->pending, 0, memory_order_seq_cst);
+}
+
+void cudaev__loop_send(struct cudaev_loop *loop, struct cudaev__msg *m) {
+  cudaev__mpsc_push(&loop->q, &m->node);
+  cudaev__loop_wake(loop);
+}
