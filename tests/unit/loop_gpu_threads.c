@@ -22,13 +22,13 @@
 
 enum { STREAMS = 4, THREADS = 8, PER_THREAD = 3000, N = THREADS * PER_THREAD };
 
-#define CHECK(c, ...)                                  \
-  do {                                                 \
-    if (!(c)) {                                        \
+#define CHECK(c, ...)                                    \
+  do {                                                   \
+    if (!(c)) {                                          \
       fprintf(stderr, "loop_gpu_threads: " __VA_ARGS__); \
-      fputc('\n', stderr);                             \
-      exit(1);                                         \
-    }                                                  \
+      fputc('\n', stderr);                               \
+      exit(1);                                           \
+    }                                                    \
   } while (0)
 
 /* ---- the fake GPU ---------------------------------------------------------- */
@@ -52,7 +52,7 @@ struct fstream {
   size_t n, cap, done;
 };
 static struct fstream fs[STREAMS + 1]; /* + the loop's internal stream */
-static atomic_int ran[N];               /* kernel id -> times run */
+static atomic_int ran[N];              /* kernel id -> times run */
 static atomic_int gpu_stop;
 
 static struct fstream *fs_of(CUstream s) {
@@ -118,7 +118,9 @@ static CUresult f_screate(CUstream *s, unsigned fl) {
   return CUDA_SUCCESS;
 }
 static CUresult f_sdestroy(CUstream s) { return (void)s, CUDA_SUCCESS; }
-static CUresult f_squery(CUstream s) { return idle(fs_of(s)) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY; }
+static CUresult f_squery(CUstream s) {
+  return idle(fs_of(s)) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
 static CUresult f_ssync(CUstream s) {
   while (!idle(fs_of(s))) usleep(50);
   return CUDA_SUCCESS;
@@ -190,9 +192,8 @@ static void *submit_main(void *arg) {
   for (int k = 0; k < PER_THREAD; k++) {
     int id = t * PER_THREAD + k;
     cudaev_future_t *f;
-    CHECK(cudaev_launch_cufunc_async(loop, (struct CUfunc_st *)(uintptr_t)(id + 1),
-                                     (dim3){1, 1, 1}, (dim3){1, 1, 1}, NULL, 0, (cudaStream_t)s,
-                                     &f) == cudaSuccess,
+    CHECK(cudaev_launch_cufunc_async(loop, (struct CUfunc_st *)(uintptr_t)(id + 1), (dim3){1, 1, 1},
+                                     (dim3){1, 1, 1}, NULL, 0, (cudaStream_t)s, &f) == cudaSuccess,
           "submission %d failed", id);
     CHECK(cudaev_future_then(f, done_cb, (void *)(intptr_t)id) == cudaSuccess, "then failed");
     cudaev_future_release(f);
@@ -230,8 +231,7 @@ int main(void) {
   cudaev_loop_destroy(loop);
   atomic_store(&gpu_stop, 1);
   pthread_join(gpu, NULL);
-  printf("loop_gpu_threads: %d of %d completed, %d before their kernel ran, %d bad\n", c, N, e,
-         b);
+  printf("loop_gpu_threads: %d of %d completed, %d before their kernel ran, %d bad\n", c, N, e, b);
   CHECK(c == N && e == 0 && b == 0, "FAIL");
   printf("PASS\n");
   return 0;
