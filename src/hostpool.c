@@ -109,6 +109,7 @@ struct chunk {
   CUcontext ctx;
   int device;
   unsigned gen;
+  unsigned flags; /* the cudaHostAlloc flags of its arena */
 };
 
 /* Sorted by addr. Touched on chunk allocation and release (each a driver
@@ -172,6 +173,16 @@ static bool reg_contains(uintptr_t a) {
   pthread_mutex_lock(&reg.mu);
   size_t i = reg_floor(a);
   bool in = i != (size_t)-1 && a - reg.v[i].addr < reg.v[i].size;
+  pthread_mutex_unlock(&reg.mu);
+  return in;
+}
+
+/* The arena flags of the chunk holding `a`, or false when none does. */
+static bool reg_flags(uintptr_t a, unsigned *flags) {
+  pthread_mutex_lock(&reg.mu);
+  size_t i = reg_floor(a);
+  bool in = i != (size_t)-1 && a - reg.v[i].addr < reg.v[i].size;
+  if (in) *flags = reg.v[i].flags;
   pthread_mutex_unlock(&reg.mu);
   return in;
 }
@@ -313,7 +324,8 @@ static void *hook_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t a
                     .size = size,
                     .base = base,
                     .device = pa->device,
-                    .gen = atomic_load_explicit(&gens[pa->device], memory_order_acquire)};
+                    .gen = atomic_load_explicit(&gens[pa->device], memory_order_acquire),
+                    .flags = pa->flags};
   if (cudaev__drv.cuCtxGetCurrent(&c.ctx) != CUDA_SUCCESS || !reg_insert(&c)) {
     (void)cudaev__drv.cuMemFreeHost(base);
     hook_error = CUDA_ERROR_OUT_OF_MEMORY;
@@ -664,6 +676,12 @@ bool cudaev__hostpool_free(void *p, cudaError_t *e) {
     return true;
   }
   return false;
+}
+
+void cudaev__hostpool_flags(const void *p, unsigned *flags) {
+  unsigned f;
+  if (atomic_load_explicit(&pool_live, memory_order_acquire) && reg_flags((uintptr_t)p, &f))
+    *flags |= f;
 }
 
 void cudaev__hostpool_reset(int device) {

@@ -75,6 +75,13 @@ bool cudaev__hostpool_alloc(void **p, size_t size, unsigned flags, CUresult *r);
  * (p lies in pooled memory but is not a live allocation's start). */
 bool cudaev__hostpool_free(void *p, cudaError_t *e);
 
+/* cudaHostGetFlags's answer for pooled memory, after the driver's: adds
+ * the flags the allocation was asked with. On an H100 (driver 580) NVIDIA's
+ * runtime read back Portable|Mapped for a Portable allocation while the
+ * driver's answer for the pool's chunk lacked Portable. Does nothing for
+ * memory that is not the pool's. */
+void cudaev__hostpool_flags(const void *p, unsigned *flags);
+
 /* After cudaDeviceReset of `device` succeeded: the driver has freed the
  * device's pinned allocations. Destroys the device's arenas without giving
  * their chunks to the driver again; the next allocation creates new ones. */

@@ -135,9 +135,12 @@ cudaError_t cudaGraphicsUnregisterResource(cudaGraphicsResource_t resource) {
 cudaError_t cudaGraphicsResourceSetMapFlags(cudaGraphicsResource_t resource, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   /* cudaGraphicsMapFlags{None,ReadOnly,WriteDiscard} are the driver's
-   * CU_GRAPHICS_MAP_RESOURCE_FLAGS_* values. */
-  return cudaev__ret_cu(
-      cudaev__drv.cuGraphicsResourceSetMapFlags((CUgraphicsResource)resource, flags));
+   * CU_GRAPHICS_MAP_RESOURCE_FLAGS_* values. Other bits are not passed on:
+   * NVIDIA's runtime accepts 0x10 where the driver refuses it (measured on
+   * an H100, driver 580). */
+  return cudaev__ret_cu(cudaev__drv.cuGraphicsResourceSetMapFlags(
+      (CUgraphicsResource)resource,
+      flags & (unsigned)(cudaGraphicsMapFlagsReadOnly | cudaGraphicsMapFlagsWriteDiscard)));
 }
 
 cudaError_t cudaGraphicsMapResources(int count, cudaGraphicsResource_t *resources,

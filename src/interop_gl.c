@@ -23,20 +23,25 @@ cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices,
   if (deviceList != cudaGLDeviceListAll && deviceList != cudaGLDeviceListCurrentFrame &&
       deviceList != cudaGLDeviceListNextFrame)
     return cudaev__ret(cudaErrorInvalidValue);
-  CUresult r = cudaev__drv.cuGLGetDevices(pCudaDeviceCount, (CUdevice *)pCudaDevices,
-                                          cudaDeviceCount, (CUGLDeviceList)deviceList);
+  /* The count is every device found, also when the list has less room
+   * (measured: 1 for a list of 0 on an H100, where the driver's own answer
+   * is the number written), so the driver is asked with room for all. */
+  CUdevice found[64];
+  unsigned n = 0;
+  CUresult r = cudaev__drv.cuGLGetDevices(&n, found, 64, (CUGLDeviceList)deviceList);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
   /* The driver writes CUdevice handles; the runtime's callers want
    * ordinals, which differ from the handles when they ever do. */
-  unsigned n = *pCudaDeviceCount < cudaDeviceCount ? *pCudaDeviceCount : cudaDeviceCount;
-  for (unsigned i = 0; pCudaDevices != NULL && i < n; i++) {
+  for (unsigned i = 0; pCudaDevices != NULL && i < n && i < cudaDeviceCount; i++) {
+    pCudaDevices[i] = (int)found[i];
     for (int d = 0; d < cudaev__rt.device_count; d++) {
-      if (cudaev__rt.devices[d].dev == (CUdevice)pCudaDevices[i]) {
+      if (cudaev__rt.devices[d].dev == found[i]) {
         pCudaDevices[i] = d;
         break;
       }
     }
   }
+  *pCudaDeviceCount = n;
   return cudaSuccess;
 }
 

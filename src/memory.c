@@ -98,7 +98,9 @@ cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int f
 cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
   CUDAEV_CTX_OR_RETURN();
   if (pFlags == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(cudaev__drv.cuMemHostGetFlags(pFlags, pHost));
+  CUresult r = cudaev__drv.cuMemHostGetFlags(pFlags, pHost);
+  if (r == CUDA_SUCCESS) cudaev__hostpool_flags(pHost, pFlags);
+  return cudaev__ret_cu(r);
 }
 
 /* The flags must be exactly cudaMemAttachGlobal or cudaMemAttachHost (the
