@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "array.h"
+#include "handle.h"
+#include "interop.h"
 
 CUDAEV_DECLARE_VARIANT(cudaSignalExternalSemaphoresAsync, _ptsz);
 CUDAEV_DECLARE_VARIANT(cudaWaitExternalSemaphoresAsync, _ptsz);
@@ -127,13 +129,36 @@ cudaError_t cudaDestroyExternalSemaphore(cudaExternalSemaphore_t extSem) {
 
 /* ---- graphics resources (registered through an API-specific call) ------ */
 
+cudaError_t cudaev__gfx_registered(CUresult r, cudaGraphicsResource_t *resource) {
+  if (r == CUDA_SUCCESS) cudaev__handle_revive(*resource);
+  return cudaev__ret_cu(r);
+}
+
+/* The driver frees a resource that is still mapped even as it refuses to
+ * unregister it with CUDA_ERROR_ALREADY_MAPPED: on an H100 (driver 580) the
+ * unmap after it "succeeds" and a second unregister crashes in the driver,
+ * under NVIDIA's runtime too. So the resource counts as gone after that
+ * answer as after success, and later calls with it are refused. */
 cudaError_t cudaGraphicsUnregisterResource(cudaGraphicsResource_t resource) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuGraphicsUnregisterResource((CUgraphicsResource)resource));
+  CUDAEV_LIVE_OR_RETURN(resource);
+  cudaev__handle_bury(resource);
+  CUresult r = cudaev__drv.cuGraphicsUnregisterResource((CUgraphicsResource)resource);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_ALREADY_MAPPED) cudaev__handle_revive(resource);
+  return cudaev__ret_cu(r);
+}
+
+/* Refuses a list that holds an unregistered resource (the driver would
+ * crash on it). */
+static bool any_dead(int count, const cudaGraphicsResource_t *resources) {
+  for (int i = 0; i < count; i++)
+    if (cudaev__handle_dead(resources[i])) return true;
+  return false;
 }
 
 cudaError_t cudaGraphicsResourceSetMapFlags(cudaGraphicsResource_t resource, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_LIVE_OR_RETURN(resource);
   /* cudaGraphicsMapFlags{None,ReadOnly,WriteDiscard} are the driver's
    * CU_GRAPHICS_MAP_RESOURCE_FLAGS_* values. Other bits are not passed on:
    * NVIDIA's runtime accepts 0x10 where the driver refuses it (measured on
@@ -147,6 +172,7 @@ cudaError_t cudaGraphicsMapResources(int count, cudaGraphicsResource_t *resource
                                      cudaStream_t stream) {
   CUDAEV_CTX_OR_RETURN();
   if (count < 0 || (count > 0 && resources == NULL)) return cudaev__ret(cudaErrorInvalidValue);
+  if (any_dead(count, resources)) return cudaev__ret(cudaErrorInvalidResourceHandle);
   return cudaev__ret_cu(cudaev__drv.cuGraphicsMapResources(
       (unsigned)count, (CUgraphicsResource *)resources, (CUstream)stream));
 }
@@ -155,6 +181,7 @@ cudaError_t cudaGraphicsUnmapResources(int count, cudaGraphicsResource_t *resour
                                        cudaStream_t stream) {
   CUDAEV_CTX_OR_RETURN();
   if (count < 0 || (count > 0 && resources == NULL)) return cudaev__ret(cudaErrorInvalidValue);
+  if (any_dead(count, resources)) return cudaev__ret(cudaErrorInvalidResourceHandle);
   return cudaev__ret_cu(cudaev__drv.cuGraphicsUnmapResources(
       (unsigned)count, (CUgraphicsResource *)resources, (CUstream)stream));
 }
@@ -163,6 +190,7 @@ cudaError_t cudaGraphicsResourceGetMappedPointer(void **devPtr, size_t *size,
                                                  cudaGraphicsResource_t resource) {
   CUDAEV_CTX_OR_RETURN();
   if (devPtr == NULL || size == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(resource);
   return cudaev__ret_cu(cudaev__drv.cuGraphicsResourceGetMappedPointer(
       (CUdeviceptr *)devPtr, size, (CUgraphicsResource)resource));
 }
@@ -172,6 +200,7 @@ cudaError_t cudaGraphicsSubResourceGetMappedArray(cudaArray_t *array,
                                                   unsigned int arrayIndex, unsigned int mipLevel) {
   CUDAEV_CTX_OR_RETURN();
   if (array == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(resource);
   return cudaev__ret_cu(cudaev__drv.cuGraphicsSubResourceGetMappedArray(
       (CUarray *)array, (CUgraphicsResource)resource, arrayIndex, mipLevel));
 }
@@ -180,6 +209,7 @@ cudaError_t cudaGraphicsResourceGetMappedMipmappedArray(cudaMipmappedArray_t *mi
                                                         cudaGraphicsResource_t resource) {
   CUDAEV_CTX_OR_RETURN();
   if (mipmappedArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(resource);
   return cudaev__ret_cu(cudaev__drv.cuGraphicsResourceGetMappedMipmappedArray(
       (CUmipmappedArray *)mipmappedArray, (CUgraphicsResource)resource));
 }

@@ -16,6 +16,7 @@
  * are stubbed (see src/driver/driver.h).
  */
 #include "internal.h"
+#include "interop.h"
 #include "handle.h"
 
 #if defined(CUDAEV_HAVE_EGL)
@@ -138,8 +139,9 @@ cudaError_t cudaGraphicsEGLRegisterImage(struct cudaGraphicsResource **pCudaReso
                                          EGLImageKHR image, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (pCudaResource == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(
-      cudaev__drv.cuGraphicsEGLRegisterImage((CUgraphicsResource *)pCudaResource, image, flags));
+  return cudaev__gfx_registered(
+      cudaev__drv.cuGraphicsEGLRegisterImage((CUgraphicsResource *)pCudaResource, image, flags),
+      pCudaResource);
 }
 
 cudaError_t cudaGraphicsResourceGetMappedEglFrame(cudaEglFrame *eglFrame,
@@ -182,9 +184,11 @@ cudaError_t cudaEGLStreamConsumerAcquireFrame(cudaEglStreamConnection *conn,
                                               cudaStream_t *pStream, unsigned int timeout) {
   CUDAEV_CTX_OR_RETURN();
   if (conn == NULL || pCudaResource == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(cudaev__drv.cuEGLStreamConsumerAcquireFrame(
-      (CUeglStreamConnection *)conn, (CUgraphicsResource *)pCudaResource, (CUstream *)pStream,
-      timeout));
+  return cudaev__gfx_registered(
+      cudaev__drv.cuEGLStreamConsumerAcquireFrame((CUeglStreamConnection *)conn,
+                                                  (CUgraphicsResource *)pCudaResource,
+                                                  (CUstream *)pStream, timeout),
+      pCudaResource);
 }
 
 cudaError_t cudaEGLStreamConsumerReleaseFrame(cudaEglStreamConnection *conn,

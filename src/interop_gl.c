@@ -7,6 +7,7 @@
  * empty and the exports are stubbed (see src/driver/driver.h).
  */
 #include "internal.h"
+#include "interop.h"
 
 #if defined(CUDAEV_HAVE_GL)
 
@@ -49,16 +50,18 @@ cudaError_t cudaGraphicsGLRegisterBuffer(struct cudaGraphicsResource **resource,
                                          unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (resource == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(
-      cudaev__drv.cuGraphicsGLRegisterBuffer((CUgraphicsResource *)resource, buffer, flags));
+  return cudaev__gfx_registered(
+      cudaev__drv.cuGraphicsGLRegisterBuffer((CUgraphicsResource *)resource, buffer, flags),
+      resource);
 }
 
 cudaError_t cudaGraphicsGLRegisterImage(struct cudaGraphicsResource **resource, GLuint image,
                                         GLenum target, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (resource == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(
-      cudaev__drv.cuGraphicsGLRegisterImage((CUgraphicsResource *)resource, image, target, flags));
+  return cudaev__gfx_registered(
+      cudaev__drv.cuGraphicsGLRegisterImage((CUgraphicsResource *)resource, image, target, flags),
+      resource);
 }
 
 /* ---- deprecated (CUDA 3.0) buffer objects -------------------------------- */

@@ -4,6 +4,7 @@
  * src/driver/driver.h).
  */
 #include "internal.h"
+#include "interop.h"
 
 #if defined(CUDAEV_HAVE_VDPAU)
 
@@ -51,8 +52,9 @@ cudaError_t cudaGraphicsVDPAURegisterVideoSurface(struct cudaGraphicsResource **
                                                   VdpVideoSurface vdpSurface, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (resource == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(cudaev__drv.cuGraphicsVDPAURegisterVideoSurface(
-      (CUgraphicsResource *)resource, vdpSurface, flags));
+  return cudaev__gfx_registered(cudaev__drv.cuGraphicsVDPAURegisterVideoSurface(
+                                    (CUgraphicsResource *)resource, vdpSurface, flags),
+                                resource);
 }
 
 cudaError_t cudaGraphicsVDPAURegisterOutputSurface(struct cudaGraphicsResource **resource,
@@ -60,8 +62,9 @@ cudaError_t cudaGraphicsVDPAURegisterOutputSurface(struct cudaGraphicsResource *
                                                    unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (resource == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(cudaev__drv.cuGraphicsVDPAURegisterOutputSurface(
-      (CUgraphicsResource *)resource, vdpSurface, flags));
+  return cudaev__gfx_registered(cudaev__drv.cuGraphicsVDPAURegisterOutputSurface(
+                                    (CUgraphicsResource *)resource, vdpSurface, flags),
+                                resource);
 }
 
 #endif

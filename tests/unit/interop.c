@@ -162,6 +162,18 @@ static CUresult f_ext_mip(CUmipmappedArray *m, CUexternalMemory mem,
   return CUDA_SUCCESS;
 }
 
+/* graphics resources: unregister and the calls after it */
+static CUresult f_unregister(CUgraphicsResource r) {
+  (void)r;
+  got.calls++;
+  return got.result;
+}
+static CUresult f_map(unsigned n, CUgraphicsResource *r, CUstream s) {
+  (void)n, (void)r, (void)s;
+  got.calls++;
+  return CUDA_SUCCESS;
+}
+
 static void setup(void) {
   static struct cudaev_driver t;
   fake_driver_base(&t);
@@ -184,6 +196,9 @@ static void setup(void) {
   t.cuGraphicsVDPAURegisterVideoSurface = f_vdpau_video;
 #endif
   t.cuExternalMemoryGetMappedMipmappedArray = f_ext_mip;
+  t.cuGraphicsUnregisterResource = f_unregister;
+  t.cuGraphicsMapResources = f_map;
+  t.cuGraphicsUnmapResources = f_map;
   cudaev__driver_install(&t, 13000);
 }
 
@@ -459,6 +474,40 @@ Test(interop, gl_buffer_objects) {
   cr_expect_eq(p, (void *)0x1);
   cr_expect_eq(cudaGetLastError(), cudaErrorMapBufferObjectFailed);
   cr_expect_eq(cudaGLRegisterBufferObject(7), cudaErrorNotSupported);
+}
+
+/* The driver frees a mapped resource even as it refuses to unregister it
+ * (CUDA_ERROR_ALREADY_MAPPED), so after that answer, as after success, the
+ * resource is refused before the driver sees it; registering hands it out
+ * again. */
+Test(interop, unregistered_resource_is_refused) {
+  cudaGraphicsResource_t r = NULL;
+  cr_assert_eq(cudaGraphicsGLRegisterImage(&r, 3, GL_TEXTURE_2D, 0), cudaSuccess);
+  cr_expect_eq(cudaGraphicsMapResources(1, &r, 0), cudaSuccess);
+  got.result = CUDA_ERROR_ALREADY_MAPPED;
+  cr_expect_eq(cudaGraphicsUnregisterResource(r), cudaErrorAlreadyMapped);
+  got.result = CUDA_SUCCESS;
+  int calls = got.calls;
+  cr_expect_eq(cudaGraphicsUnmapResources(1, &r, 0), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGraphicsUnregisterResource(r), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cudaGraphicsResource_t both[2] = {(cudaGraphicsResource_t)(uintptr_t)0x7000, r};
+  cr_expect_eq(cudaGraphicsMapResources(2, both, 0), cudaErrorInvalidResourceHandle);
+  void *p;
+  size_t size;
+  cr_expect_eq(cudaGraphicsResourceGetMappedPointer(&p, &size, r), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGraphicsResourceSetMapFlags(r, 0), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(got.calls, calls, "the driver saw a call with an unregistered resource");
+  /* Registered again at the same address: live. */
+  cr_assert_eq(cudaGraphicsGLRegisterImage(&r, 3, GL_TEXTURE_2D, 0), cudaSuccess);
+  cr_expect_eq(cudaGraphicsMapResources(1, &r, 0), cudaSuccess);
+  /* A refusal that frees nothing (a bad handle) leaves it usable. */
+  got.result = CUDA_ERROR_INVALID_HANDLE;
+  cr_expect_eq(cudaGraphicsUnregisterResource(r), cudaErrorInvalidResourceHandle);
+  got.result = CUDA_SUCCESS;
+  cr_expect_eq(cudaGraphicsUnmapResources(1, &r, 0), cudaSuccess);
+  cr_expect_eq(cudaGraphicsUnregisterResource(r), cudaSuccess);
+  cr_expect_eq(cudaGraphicsUnregisterResource(r), cudaErrorInvalidResourceHandle);
 }
 
 Test(interop, gl_register_image) {
