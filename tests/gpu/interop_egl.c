@@ -147,6 +147,15 @@ static void image_frame(cudaGraphicsResource_t r, GLuint t) {
   frame_read(&f, texels_out);
   printf("CUDA sees GL's texels through the EGLImage: %d\n",
          memcmp(texels_out, texels, sizeof texels) == 0);
+  /* The first texels each side, to tell a layout or channel order from a
+   * copy that never happened (the same on every runtime). */
+  printf("  read: ");
+  for (int i = 0; i < 12; i++) printf("%02x", texels_out[i]);
+  printf(" GL: ");
+  for (int i = 0; i < 12; i++) printf("%02x", texels[i]);
+  printf(" row 1: ");
+  for (int i = 0; i < 8; i++) printf("%02x", texels_out[W * 4 + i]);
+  printf("\n");
   frame_write(&f, texels2);
   T(cudaDeviceSynchronize());
   read_texture(t, texels_out);
