@@ -95,6 +95,12 @@ class Server:
             self.weights = extra[len(extra) - 1 - extra[::-1].index("--weights") + 1]
         self.model = mlp_ref.Model(self.weights) if self.port else None
         self.signalled = False
+        if self.port and args.expect_cudart:
+            maps = open(f"/proc/{self.proc.pid}/maps").read()
+            libs = {l.split()[-1] for l in maps.splitlines() if "libcudart.so" in l}
+            want = os.path.realpath(args.expect_cudart)
+            check({os.path.realpath(p) for p in libs} == {want},
+                  f"loaded {sorted(libs)}, want {want}")
 
     def send(self, sig):
         self.signalled = True
@@ -670,7 +676,8 @@ def t_gpu_soak(args):
 CPU_TESTS = [t_usage, t_weights, t_endpoints, t_bad_requests, t_batching, t_load,
              t_multi_device, t_deadline, t_queue_full, t_fault, t_drain, t_drain_timeout,
              t_limits]
-TWIN_TESTS = [t_usage, t_endpoints, t_bad_requests, t_batching, t_load, t_deadline, t_drain]
+TWIN_TESTS = [t_usage, t_endpoints, t_bad_requests, t_batching, t_load, t_multi_device, t_deadline,
+              t_queue_full, t_fault, t_drain]
 GPU_TESTS = [t_endpoints, t_gpu_load, t_fault, t_gpu_soak, t_drain]
 GPU_TWIN_TESTS = [t_endpoints, t_gpu_load, t_drain]
 
@@ -686,6 +693,7 @@ def main():
     ap.add_argument("--server", required=True)
     ap.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
     ap.add_argument("--twin", action="store_true")
+    ap.add_argument("--expect-cudart", help="the libcudart.so.13 the server must load")
     ap.add_argument("tests", nargs="*")
     args = ap.parse_args()
     if args.backend == "gpu":

@@ -1,0 +1,108 @@
+/* twin.h: the blocking twin of examples/inference_server. The same model,
+ * flags, batching policy (policy.h), bodies (parse.c), metrics and HTTP
+ * library, built the classic way: libmicrohttpd gives every connection a
+ * thread (MHD_USE_THREAD_PER_CONNECTION), which parses its request, queues
+ * it and sleeps on a condition variable; one executor thread per device
+ * stream takes batches off the queue and runs them with blocking cudart
+ * calls (gpu_enqueue, then cudaStreamSynchronize). What the benchmark
+ * measures between the two is therefore the design, not the parts.
+ *
+ * No cudaev_* call: the twin runs on NVIDIA's libcudart.so.13 and on ours,
+ * whichever LD_LIBRARY_PATH names (it links the library by name, with the
+ * toolkit's directory as a DT_RUNPATH, which LD_LIBRARY_PATH overrides).
+ *
+ * Thread: everything shared (the queue, jobs' states, devices' generation)
+ * is guarded by twin.mu; a device's reset takes its rwlock exclusively
+ * while its executors hold it shared around each batch. */
+#ifndef INFER_TWIN_H
+#define INFER_TWIN_H
+
+#include <cuda_runtime_api.h> /* cudaError_t (no library needed for the type) */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "metrics.h"
+#include "model.h"
+#include "policy.h"
+#ifdef INFER_HAVE_GPU
+#include "gpu.h"
+#endif
+
+enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
+
+/* A request's model step, shared between its connection's thread and an
+ * executor: refcounted (both hold one while it runs), freed by the last. */
+struct job {
+  pthread_cond_t cv; /* the connection waits on it, with twin.mu */
+  enum job_state state;
+  int refs;
+  int fault;
+  uint64_t queued_ns;
+  float *in, *out;
+  unsigned status; /* 200, or 503 with `reason` */
+  char reason[160];
+  unsigned long long batch_id;
+  int batch_size, row, device;
+  struct job *prev, *next;
+};
+
+struct tdev {
+  int ordinal;
+  pthread_rwlock_t reset_lock;
+  unsigned generation; /* bumped by each reset (under twin.mu) */
+  atomic_int faulted;  /* CPU backend: the stand-in's sticky error */
+  unsigned long long resets;
+#ifdef INFER_HAVE_GPU
+  struct gpu_dev g;
+#endif
+};
+
+struct exec {
+  struct twin *t;
+  struct tdev *dev;
+  pthread_t thread;
+  int started;
+  float *in, *out; /* staging: pinned (GPU) or malloc'd (CPU) */
+  double *scratch;
+#ifdef INFER_HAVE_GPU
+  struct gpu_slot slot;
+#endif
+};
+
+struct twin {
+  struct config cfg;
+  struct model model;
+  struct metrics metrics;
+  struct policy policy;
+  int gpu;
+  size_t max_body;
+  pthread_mutex_t mu;
+  pthread_cond_t work; /* executors wait for batches */
+  struct job *head, *tail;
+  size_t len;
+  int draining, stopping;
+  unsigned long long next_batch_id;
+  struct tdev *dev;
+  int ndev;
+  struct exec *exec;
+  int nexec;
+};
+
+/* exec.c */
+int twin_devices_open(struct twin *t, char *err, size_t errlen);
+int twin_executors_start(struct twin *t, char *err, size_t errlen);
+/* Stops the executors (after the drain) and closes the devices. */
+void twin_devices_close(struct twin *t);
+/* Queues a job (twin.mu held) and wakes an executor. */
+void twin_push(struct twin *t, struct job *j);
+/* Unlinks a queued job (twin.mu held). */
+void twin_unlink(struct twin *t, struct job *j);
+/* Drops one reference (twin.mu held); frees the job at zero. */
+void job_put(struct job *j);
+/* cudaGetErrorName where the twin has a GPU build, its own names where not
+ * (the CPU-only twin links no libcudart). */
+const char *twin_error_name(cudaError_t e);
+
+#endif
