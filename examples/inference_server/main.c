@@ -148,7 +148,10 @@ int main(int argc, char **argv) {
   fit_fd_limit(&cfg);
   s->evl = EV_DEFAULT;
   metrics_init(&s->metrics, cfg.max_batch);
-  batch_init(s);
+  if (batch_init(s) != 0) {
+    fprintf(stderr, "%s: timerfd: %s\n", cfg.prog, strerror(errno));
+    return 1;
+  }
   if (strcmp(cfg.backend, "cpu") == 0) {
     s->be = &backend_cpu;
   } else {
@@ -195,11 +198,11 @@ int main(int argc, char **argv) {
   ev_signal_stop(s->evl, &sigint_w);
   ev_signal_stop(s->evl, &sigterm_w);
   ev_timer_stop(s->evl, &drain_timer);
-  ev_timer_stop(s->evl, &s->batch.window);
   unsigned long long answered = 0;
   for (int i = 0; i < METRICS_NCODES; i++) answered += atomic_load(&s->metrics.requests[i]);
   http_stop(s);
   devices_close(s);
+  batch_fini(s);
   model_free(&s->model);
   printf("%s: stopped after %llu answers; exit %d\n", cfg.prog, answered, s->exit_code);
   return s->exit_code;

@@ -132,7 +132,9 @@ struct batcher {
   struct policy policy;
   struct request *head, *tail;
   size_t len;
-  ev_timer window;
+  int tfd;           /* the window's timerfd */
+  ev_io window;      /* ... watched by libev */
+  uint64_t armed_ns; /* when it is set to expire (0: not armed) */
 };
 
 struct server {
@@ -153,7 +155,8 @@ struct server {
 };
 
 /* batch.c */
-void batch_init(struct server *s);
+int batch_init(struct server *s);
+void batch_fini(struct server *s);
 /* Queues a parsed request (the caller checked --max-queue) and sends what
  * the policy allows. */
 void batch_push(struct server *s, struct request *r);
