@@ -3,9 +3,11 @@
 # (as root, non-interactive, idempotent). The CUDA 13.0 toolkit itself must
 # already be at /usr/local/cuda (or pass -Dtoolkit=... to meson setup).
 # libuv1-dev and liburing-dev are for examples/loop_libuv.c and
-# examples/loop_uring.c only (each is skipped where its library is missing).
+# examples/loop_uring.c only (each is skipped where its library is missing);
+# libmicrohttpd-dev for examples/inference_server (skipped without it), wrk
+# for its load test (bench/serve.sh).
 set -euo pipefail
-packages="libev-dev libcriterion-dev meson ninja-build pkg-config python3 binutils gcc libgl-dev libegl-dev libvdpau-dev libvulkan-dev clang-format libuv1-dev liburing-dev"
+packages="libev-dev libcriterion-dev meson ninja-build pkg-config python3 binutils gcc libgl-dev libegl-dev libvdpau-dev libvulkan-dev clang-format libuv1-dev liburing-dev libmicrohttpd-dev wrk"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
