@@ -64,6 +64,8 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 if cublas_dir=$("$repo/tools/find-cublas.sh"); then
   export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cublas_dir
 fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/serve.XXXXXX") || die "mktemp failed"
+trap 'rm -rf "$work"' EXIT
 log=$out/serve-log.txt
 : >"$log"
 raw=$out/serve-raw.txt
@@ -86,18 +88,18 @@ start_server() { # kind -> sets pid, port
     twin-ours) bin=$twin_bin env_path=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;;
     *) die "unknown server $kind" ;;
   esac
-  rm -f "$out/port"
+  rm -f "$work/port"
   # shellcheck disable=SC2086
-  LD_LIBRARY_PATH=$env_path "$bin" --backend "$backend" --port 0 --port-file "$out/port" \
+  LD_LIBRARY_PATH=$env_path "$bin" --backend "$backend" --port 0 --port-file "$work/port" \
     --max-connections 10000 --deadline-ms 30000 --connection-timeout 60 ${SERVE_ARGS:-} \
     >>"$log" 2>&1 &
   pid=$!
   for _ in $(seq 600); do
-    [ -s "$out/port" ] && break
+    [ -s "$work/port" ] && break
     kill -0 "$pid" 2>/dev/null || { say "$kind: did not start (log: $log)"; return 1; }
     sleep 0.05
   done
-  port=$(cat "$out/port")
+  port=$(cat "$work/port")
   local lib
   lib=$(grep -o '/[^ ]*libcudart\.so[^ ]*' "/proc/$pid/maps" | sort -u | tr '\n' ' ')
   say "$kind: pid $pid, port $port, libcudart: ${lib:-none (CPU build)}"
@@ -132,18 +134,18 @@ import sys, urllib.request
 open(sys.argv[2], "wb").write(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=30).read())
 PY
     }
-    curl_metrics "$out/m0" || true
+    curl_metrics "$work/m0" || true
     c0=$(cpu_s "$pid")
     maxthr=0
-    ( while kill -0 "$pid" 2>/dev/null; do threads "$pid"; sleep 0.5; done ) >"$out/threads" &
+    ( while kill -0 "$pid" 2>/dev/null; do threads "$pid"; sleep 0.5; done ) >"$work/threads" &
     sampler=$!
     line=$(run_wrk "$c" "$dur")
     kill "$sampler" 2>/dev/null
     wait "$sampler" 2>/dev/null
-    maxthr=$(sort -n "$out/threads" | tail -n 1)
+    maxthr=$(sort -n "$work/threads" | tail -n 1)
     c1=$(cpu_s "$pid")
-    curl_metrics "$out/m1" || true
-    python3 - "$kind" "$c" "$c0" "$c1" "${maxthr:-0}" "$out/m0" "$out/m1" "$line" >>"$csv" <<'PY'
+    curl_metrics "$work/m1" || true
+    python3 - "$kind" "$c" "$c0" "$c1" "${maxthr:-0}" "$work/m0" "$work/m1" "$line" >>"$csv" <<'PY'
 import json, sys
 kind, c, c0, c1, thr, m0, m1, line = sys.argv[1:]
 def load(p):

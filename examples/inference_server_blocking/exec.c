@@ -99,6 +99,7 @@ static void close_staging(struct twin *t, struct exec *e) {
 
 int twin_devices_open(struct twin *t, char *err, size_t errlen) {
   int ordinals[MAX_DEVICES], n;
+#ifdef INFER_HAVE_GPU
   if (t->gpu) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -110,7 +111,9 @@ int twin_devices_open(struct twin *t, char *err, size_t errlen) {
     }
     n = config_devices(t->cfg.devices, count, ordinals, MAX_DEVICES, err, errlen);
     if (n < 0) return -1;
-  } else {
+  } else
+#endif
+  {
     n = t->cfg.cpu_devices < MAX_DEVICES ? t->cfg.cpu_devices : MAX_DEVICES;
     for (int i = 0; i < n; i++) ordinals[i] = i;
   }
