@@ -126,7 +126,10 @@ static void on_batch_done(cudaev_future_t *f, cudaError_t status, void *user) {
   }
   slot->n = 0;
   device_put_slot(slot);
-  batch_dispatch(s);
+  /* Not here: sending a batch may make another device's context current,
+   * which the rest of this loop pass must not find. The evdrive hook
+   * (server_after_process) dispatches once the pass is over. */
+  s->dispatch_due = 1;
   server_check_drained(s);
 }
 

@@ -41,6 +41,9 @@ static void usage(const struct config *c, FILE *f) {
           "      --devices=LIST      GPUs to use: all (default) or ordinals, e.g. 0,2\n"
           "      --cpu-devices=N     cpu backend: stand-in devices (default 1)\n"
           "      --cpu-delay-us=N    cpu backend: added time per batch, a GPU's (default 0)\n"
+          "      --loop-spin-us=N    how long a device's cudaev loop may spin for a GPU\n"
+          "                          completion before sleeping, while no HTTP traffic\n"
+          "                          waits (default 50; never while traffic waits)\n"
           "\n"
           "Limits:\n"
           "      --max-queue=N       requests waiting for a batch before 503 (default 8192)\n"
@@ -99,6 +102,7 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       {"connection-timeout", required_argument, NULL, 16},
       {"drain-timeout", required_argument, NULL, 17},
       {"fault-injection", no_argument, NULL, 18},
+      {"loop-spin-us", required_argument, NULL, 19},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
@@ -122,6 +126,7 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       .max_connections = 10000,
       .connection_timeout_s = 30,
       .drain_timeout_s = 10,
+      .loop_spin_us = -1,
   };
   int o;
   unsigned long long v;
@@ -203,6 +208,10 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       c->drain_timeout_s = (unsigned)v;
       break;
     case 18: c->fault_injection = 1; break;
+    case 19:
+      if (number(name, optarg, 0, 100000, &v)) return 2;
+      c->loop_spin_us = (int)v;
+      break;
     case 'v': c->verbose = 1; break;
     case 'h': usage(c, stdout); return 0;
     case 'V': printf("%s %s\n", prog, VERSION); return 0;

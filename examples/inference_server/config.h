@@ -28,6 +28,7 @@ struct config {
   unsigned max_connections;
   unsigned connection_timeout_s;
   unsigned drain_timeout_s;
+  int loop_spin_us; /* cudaev_loop_set_spin; -1: the library's default */
   int fault_injection;
   int verbose;
 };

@@ -48,6 +48,7 @@ static int open_one(struct device *dev, char *err, size_t errlen) {
     dev->free = &dev->slots[i];
   }
   dev->inflight = 0;
+  cudaev_loop_set_spin(dev->loop, s->spin_us);
   evdrive_start(&dev->drive, s->evl, dev->loop, server_after_process, s);
   dev->state = DEV_UP;
   return 0;
@@ -170,6 +171,12 @@ static void on_recover(struct ev_loop *evl, ev_timer *w, int revents) {
   batch_dispatch(s);
   http_kick(s);
   server_check_drained(s);
+}
+
+void devices_set_spin(struct server *s, unsigned us) {
+  s->spin_us = us;
+  for (int i = 0; i < s->ndev; i++)
+    if (s->dev[i].loop) cudaev_loop_set_spin(s->dev[i].loop, us);
 }
 
 void devices_metrics(struct server *s, struct strbuf *b) {

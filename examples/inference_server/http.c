@@ -366,8 +366,10 @@ static void run_mhd(struct server *s) {
 }
 
 static void on_io(struct ev_loop *evl, ev_io *w, int revents) {
+  struct server *s = w->data;
   (void)evl, (void)revents;
-  run_mhd(w->data);
+  s->http_events++;
+  run_mhd(s);
 }
 
 static void on_timer(struct ev_loop *evl, ev_timer *w, int revents) {

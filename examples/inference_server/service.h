@@ -148,6 +148,10 @@ struct server {
   struct batcher batch;
   struct http *http;
   uint64_t next_batch_id;
+  int dispatch_due;               /* a slot came free inside a loop pass */
+  unsigned long long http_events; /* MHD's fd was readable (http.c counts) */
+  unsigned spin_us;               /* what the device loops may spin now */
+  unsigned quiet_spin_us;         /* ... when HTTP is quiet (--loop-spin-us) */
   int draining;
   int exit_code;
   size_t max_body;
@@ -177,6 +181,8 @@ void device_put_slot(struct slot *slot);
 void device_failed(struct device *dev, cudaError_t e);
 int devices_up(struct server *s);
 void devices_metrics(struct server *s, struct strbuf *b);
+/* cudaev_loop_set_spin on every device's loop. */
+void devices_set_spin(struct server *s, unsigned us);
 
 /* http.c */
 int http_start(struct server *s, char *err, size_t errlen);
@@ -196,7 +202,8 @@ void request_answer_error(struct request *r, unsigned status, const char *reason
 /* main.c */
 /* Called whenever requests finish: ends the drain when nothing is left. */
 void server_check_drained(struct server *s);
-/* The loop's passes after cudaev processing (evdrive's after hook). */
+/* Runs after each cudaev_loop_process (evdrive's hook): sends what a
+ * freed slot allows, then lets MHD send the answers. */
 void server_after_process(void *arg);
 
 #endif
