@@ -148,9 +148,8 @@ static int cpu_open(struct device *dev, int cap, char *err, size_t errlen) {
     cpu_free(dev);
     return -1;
   }
-  if (dev->srv->cfg->verbose || dev->resets == 0)
-    printf("device %d: CPU reference MLP on a worker thread (stand-in device%s)\n", dev->ordinal,
-           c->delay_us ? ", with the configured delay per batch" : "");
+  printf("device %d: CPU reference MLP on a worker thread (stand-in device%s)\n", dev->ordinal,
+         c->delay_us ? ", with the configured delay per batch" : "");
   return 0;
 oom:
   snprintf(err, errlen, "out of memory");

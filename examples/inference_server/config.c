@@ -43,7 +43,8 @@ static void usage(const struct config *c, FILE *f) {
           "      --cpu-delay-us=N    cpu backend: added time per batch, a GPU's (default 0)\n"
           "      --loop-spin-us=N    how long a device's cudaev loop may spin for a GPU\n"
           "                          completion before sleeping, while no HTTP traffic\n"
-          "                          waits (default 50; never while traffic waits)\n"
+          "                          waits (default 50; never while traffic waits; the\n"
+          "                          blocking twin has no loop and ignores it)\n"
           "\n"
           "Limits:\n"
           "      --max-queue=N       requests waiting for a batch before 503 (default 8192)\n"
@@ -55,10 +56,9 @@ static void usage(const struct config *c, FILE *f) {
           "      --drain-timeout=S   on SIGINT/SIGTERM, how long in-flight requests may take\n"
           "                          before the rest get 503 (default 10)\n"
           "\n"
-          "Testing and logs:\n"
+          "Testing and help:\n"
           "      --fault-injection   a request with the header X-Inject-Fault: 1 makes its\n"
           "                          batch fault on the device (an illegal address write)\n"
-          "  -v, --verbose           log every device event\n"
           "  -h, --help              this text\n"
           "  -V, --version           the version\n"
           "\n"
@@ -103,7 +103,6 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       {"drain-timeout", required_argument, NULL, 17},
       {"fault-injection", no_argument, NULL, 18},
       {"loop-spin-us", required_argument, NULL, 19},
-      {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {0},
@@ -132,7 +131,7 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
   unsigned long long v;
   opterr = 0;
   optind = 1;
-  while ((o = getopt_long(argc, argv, ":l:p:vhV", opts, NULL)) != -1) {
+  while ((o = getopt_long(argc, argv, ":l:p:hV", opts, NULL)) != -1) {
     const char *name = NULL;
     for (int i = 0; opts[i].name; i++)
       if (opts[i].val == o) name = opts[i].name;
@@ -212,7 +211,6 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       if (number(name, optarg, 0, 100000, &v)) return 2;
       c->loop_spin_us = (int)v;
       break;
-    case 'v': c->verbose = 1; break;
     case 'h': usage(c, stdout); return 0;
     case 'V': printf("%s %s\n", prog, VERSION); return 0;
     case ':':

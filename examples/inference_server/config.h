@@ -30,7 +30,6 @@ struct config {
   unsigned drain_timeout_s;
   int loop_spin_us; /* cudaev_loop_set_spin; -1: the library's default */
   int fault_injection;
-  int verbose;
 };
 
 /* Fills c from argv. Returns -1 to go on, else the exit code: 0 after
