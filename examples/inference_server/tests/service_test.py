@@ -459,6 +459,9 @@ def t_load(args, clients=200, per_client=20, extra=(), layers_check=True):
         if "--cpu-devices" in extra:
             want = int(extra[extra.index("--cpu-devices") + 1])
             check(len(devices) == want, f"every device used: {sorted(devices)}")
+        elif args.backend == "gpu":
+            want = sum(1 for l in s.out if re.match(r"device \d+ \(", l))
+            check(len(devices) == want, f"every GPU used: {sorted(devices)} of {want}")
         s.stop()
 
 
