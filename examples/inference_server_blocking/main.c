@@ -86,7 +86,7 @@ static enum MHD_Result serve_metrics(struct MHD_Connection *c, struct creq *r) {
   sb_printf(&b, "# TYPE infer_device_resets_by_device_total counter\n");
   for (int d = 0; d < twin.ndev; d++)
     sb_printf(&b, "infer_device_resets_by_device_total{device=\"%d\"} %llu\n", twin.dev[d].ordinal,
-              twin.dev[d].resets);
+              (unsigned long long)atomic_load(&twin.dev[d].resets));
   if (b.oom) {
     sb_free(&b);
     return reply(c, r, 500, "out of memory");

@@ -53,7 +53,7 @@ struct tdev {
   pthread_rwlock_t reset_lock;
   unsigned generation; /* bumped by each reset (under twin.mu) */
   atomic_int faulted;  /* CPU backend: the stand-in's sticky error */
-  unsigned long long resets;
+  atomic_ullong resets;
 #ifdef INFER_HAVE_GPU
   struct gpu_dev g;
 #endif
@@ -82,7 +82,7 @@ struct twin {
   pthread_cond_t work; /* executors wait for batches */
   struct job *head, *tail;
   size_t len;
-  int draining, stopping;
+  atomic_int draining, stopping; /* set under mu, read anywhere */
   unsigned long long next_batch_id;
   struct tdev *dev;
   int ndev;
