@@ -17,18 +17,21 @@ __global__ void bias_act(float *y, const float *bias, int rows, int cols, int re
 
 __global__ void fault(int *where) { *where = 1; }
 
+// cudaLaunchKernel rather than <<<>>> + cudaGetLastError: it returns this
+// launch's error, not whatever an earlier call left as the last error.
 extern "C" cudaError_t infer_bias_act(float *y, const float *bias, int rows, int cols, int relu,
                                       cudaStream_t stream) {
   size_t total = (size_t)rows * (size_t)cols;
   unsigned blocks = (unsigned)((total + 255) / 256);
   if (blocks > 1024) blocks = 1024;
   if (blocks == 0) return cudaSuccess;
-  bias_act<<<blocks, 256, 0, stream>>>(y, bias, rows, cols, relu);
-  return cudaGetLastError();
+  void *args[] = {&y, &bias, &rows, &cols, &relu};
+  return cudaLaunchKernel((const void *)bias_act, dim3(blocks), dim3(256), args, 0, stream);
 }
 
 extern "C" cudaError_t infer_fault(cudaStream_t stream) {
   // Page 0 is never mapped on the device: the write faults.
-  fault<<<1, 1, 0, stream>>>((int *)(uintptr_t)0x40);
-  return cudaGetLastError();
+  int *where = (int *)(uintptr_t)0x40;
+  void *args[] = {&where};
+  return cudaLaunchKernel((const void *)fault, dim3(1), dim3(1), args, 0, stream);
 }

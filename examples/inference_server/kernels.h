@@ -1,5 +1,5 @@
 /* kernels.h: the two kernels of ours that the servers launch (kernels.cu,
- * built by nvcc; launched with <<<>>>, so through whichever libcudart.so.13
+ * built by nvcc; registered and launched through whichever libcudart.so.13
  * the process loaded). */
 #ifndef INFER_KERNELS_H
 #define INFER_KERNELS_H

@@ -146,8 +146,8 @@ static int load_model(struct server *s, char *err, size_t errlen) {
   }
   printf("model: MLP");
   for (int i = 0; i <= s->model.nlayers; i++) printf("%c%d", i ? '-' : ' ', s->model.dims[i]);
-  printf(", %zu parameters, weights %s %s (seed %llu)\n", model_params(&s->model), from,
-         c->weights ? c->weights : "", (unsigned long long)s->model.seed);
+  printf(", %zu parameters, weights %s%s%s (seed %llu)\n", model_params(&s->model), from,
+         c->weights ? " " : "", c->weights ? c->weights : "", (unsigned long long)s->model.seed);
   return 0;
 }
 
