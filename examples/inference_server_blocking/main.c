@@ -383,7 +383,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   /* poll(), not select(): thousands of fds. Small stacks: thousands of
-   * threads. */
+   * threads. The service's connection pool size (http.c says why). */
   struct MHD_Daemon *d = MHD_start_daemon(
       MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
           MHD_USE_ERROR_LOG,
@@ -391,7 +391,7 @@ int main(int argc, char **argv) {
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
       twin.cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, twin.cfg.connection_timeout_s,
       MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u, MHD_OPTION_THREAD_STACK_SIZE, (size_t)256 << 10,
-      MHD_OPTION_END);
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192, MHD_OPTION_END);
   if (d == NULL) {
     fprintf(stderr, "%s: cannot listen on %s:%d\n", twin.cfg.prog, twin.cfg.host, twin.cfg.port);
     twin_devices_close(&twin);
