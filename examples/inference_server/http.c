@@ -47,6 +47,7 @@ struct http {
   ev_timer timer;
   int kicked;
   int port;
+  unsigned nconn; /* open connections (MHD's connection notifications) */
 };
 
 static struct MHD_Response *text_response(const char *text, int close) {
@@ -361,14 +362,25 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 }
 
 static void run_mhd(struct server *s) {
-  unsigned before = http_connections(s);
-  s->http->kicked = 0;
-  MHD_run(s->http->d);
+  struct http *h = s->http;
+  unsigned before = h->nconn;
+  h->kicked = 0;
+  MHD_run(h->d);
   /* At the connection limit MHD takes its listening socket out of its epoll
    * set and puts it back at the start of a later MHD_run. When connections
    * end inside this run (idle timeouts) nothing else may wake the loop for
    * that later run, so it happens now. */
-  if (before >= s->cfg->max_connections && http_connections(s) < before) MHD_run(s->http->d);
+  if (before >= s->cfg->max_connections && h->nconn < before) MHD_run(h->d);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code) {
+  struct server *s = cls;
+  (void)conn, (void)socket_ctx;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    s->http->nconn++;
+  else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+    s->http->nconn--;
 }
 
 static void on_io(struct ev_loop *evl, ev_io *w, int revents) {
@@ -421,10 +433,10 @@ int http_start(struct server *s, char *err, size_t errlen) {
   h->d = MHD_start_daemon(
       MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_TURBO,
       (uint16_t)s->cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &addr,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
-      s->cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, s->cfg->connection_timeout_s,
-      MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-      (size_t)CONNECTION_MEMORY, MHD_OPTION_END);
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+      MHD_OPTION_CONNECTION_LIMIT, s->cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+      s->cfg->connection_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_END);
   if (h->d == NULL) {
     snprintf(err, errlen, "cannot listen on %s:%d (libmicrohttpd says why above)", s->cfg->host,
              s->cfg->port);
@@ -446,11 +458,7 @@ int http_start(struct server *s, char *err, size_t errlen) {
 
 int http_port(struct server *s) { return s->http->port; }
 
-unsigned http_connections(struct server *s) {
-  const union MHD_DaemonInfo *i =
-      MHD_get_daemon_info(s->http->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-  return i ? i->num_connections : 0;
-}
+unsigned http_connections(struct server *s) { return s->http->nconn; }
 
 void http_quiesce(struct server *s) {
   MHD_socket fd = MHD_quiesce_daemon(s->http->d);
