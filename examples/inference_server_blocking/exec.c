@@ -23,8 +23,8 @@ const char *twin_error_name(cudaError_t e) {
 }
 
 void job_put(struct job *j) {
-  if (--j->refs > 0) return;
-  pthread_cond_destroy(&j->cv);
+  if (atomic_fetch_sub(&j->refs, 1) > 1) return;
+  sem_destroy(&j->done);
   free(j->in);
   free(j->out);
   free(j);
@@ -266,7 +266,7 @@ static void *executor(void *arg) {
     for (int i = 0; i < n; i++) {
       jobs[i] = t->head;
       twin_unlink(t, jobs[i]);
-      jobs[i]->state = JOB_RUNNING;
+      atomic_store(&jobs[i]->state, JOB_RUNNING);
       fault |= jobs[i]->fault;
     }
     if (t->len) pthread_cond_signal(&t->work); /* more for another executor */
@@ -281,24 +281,22 @@ static void *executor(void *arg) {
     else
       metrics_batch(&t->metrics, n, ns);
 
-    pthread_mutex_lock(&t->mu);
     atomic_fetch_sub(&t->metrics.inflight_batches, 1);
     for (int i = 0; i < n; i++) {
       struct job *j = jobs[i];
-      if (j->state == JOB_RUNNING) {
-        j->status = status == cudaSuccess ? 200 : 503;
-        if (status != cudaSuccess)
-          snprintf(j->reason, sizeof j->reason, "device %d failed: %s", e->dev->ordinal,
-                   twin_error_name(status));
-        j->batch_id = id;
-        j->batch_size = n;
-        j->row = i;
-        j->device = e->dev->ordinal;
-        j->state = JOB_DONE;
-        pthread_cond_signal(&j->cv);
-      }
+      j->ans.status = status == cudaSuccess ? 200 : 503;
+      if (status != cudaSuccess)
+        snprintf(j->ans.reason, sizeof j->ans.reason, "device %d failed: %s", e->dev->ordinal,
+                 twin_error_name(status));
+      j->ans.batch_id = id;
+      j->ans.batch_size = n;
+      j->ans.row = i;
+      j->ans.device = e->dev->ordinal;
+      int running = JOB_RUNNING;
+      if (atomic_compare_exchange_strong(&j->state, &running, JOB_DONE)) sem_post(&j->done);
       job_put(j);
     }
+    pthread_mutex_lock(&t->mu);
   }
   pthread_mutex_unlock(&t->mu);
   free(jobs);

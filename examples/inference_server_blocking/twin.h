@@ -19,6 +19,7 @@
 
 #include <cuda_runtime_api.h> /* cudaError_t (no library needed for the type) */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -33,18 +34,28 @@
 enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
 
 /* A request's model step, shared between its connection's thread and an
- * executor: refcounted (both hold one while it runs), freed by the last. */
-struct job {
-  pthread_cond_t cv; /* the connection waits on it, with twin.mu */
-  enum job_state state;
-  int refs;
-  int fault;
-  uint64_t queued_ns;
-  float *in, *out;
+ * executor. QUEUED -> RUNNING happens under twin.mu (an executor takes it
+ * off the queue); RUNNING -> DONE (the executor, then `done` is posted) and
+ * RUNNING -> ABANDONED (the connection gave up) race through one CAS, so a
+ * finished batch wakes its 64 connection threads without the global lock.
+ * Refcounted (the connection's, the queue's that becomes the executor's);
+ * the last job_put frees it. */
+/* What a job's executor hands back. */
+struct answer {
   unsigned status; /* 200, or 503 with `reason` */
   char reason[160];
   unsigned long long batch_id;
   int batch_size, row, device;
+};
+
+struct job {
+  atomic_int state; /* enum job_state */
+  atomic_int refs;
+  sem_t done;
+  int fault;
+  uint64_t queued_ns;
+  float *in, *out;
+  struct answer ans; /* written by the executor before `done` is posted */
   struct job *prev, *next;
 };
 
@@ -99,7 +110,7 @@ void twin_devices_close(struct twin *t);
 void twin_push(struct twin *t, struct job *j);
 /* Unlinks a queued job (twin.mu held). */
 void twin_unlink(struct twin *t, struct job *j);
-/* Drops one reference (twin.mu held); frees the job at zero. */
+/* Drops one reference; frees the job at zero. Thread: any. */
 void job_put(struct job *j);
 /* cudaGetErrorName where the twin has a GPU build, its own names where not
  * (the CPU-only twin links no libcudart). */
