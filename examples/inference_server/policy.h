@@ -1,6 +1,7 @@
 /* policy.h: the dynamic batching policy, one function that both servers
  * ask, so that the service and its blocking twin batch alike and only the
- * way they wait differs (a libev timer there, a condition variable here).
+ * way they wait differs (a timerfd in the service's libev loop, a condition
+ * variable in the twin's executors).
  *
  * Requests wait in arrival order. A batch leaves when it is full (max_batch
  * requests) or when the oldest waiting request has waited `window_us`; a

@@ -2,7 +2,7 @@
  * flags, batching policy (policy.h), bodies (parse.c), metrics and HTTP
  * library, built the classic way: libmicrohttpd gives every connection a
  * thread (MHD_USE_THREAD_PER_CONNECTION), which parses its request, queues
- * it and sleeps on a condition variable; one executor thread per device
+ * it and sleeps on its job's semaphore; one executor thread per device
  * stream takes batches off the queue and runs them with blocking cudart
  * calls (gpu_enqueue, then cudaStreamSynchronize). What the benchmark
  * measures between the two is therefore the design, not the parts.
