@@ -12,6 +12,12 @@
 #             libev on their path only): async_pipeline, examples/loop_libev
 #   pytorch   tests/pytorch/run.sh (LD_PRELOAD), no libev on the path
 #   bench     bench/run.sh (BENCH_ROUNDS, BENCH_BUDGET, BENCH_PROGRAMS apply)
+#   infer     the inference service's GPU tests (suite infer_gpu: results
+#             against the CPU reference under load, a device fault and the
+#             reset, RSS and fds over INFER_SOAK_S seconds; the twin on
+#             NVIDIA's runtime and on ours), with the application's libev
+#   serve     bench/serve.sh: wrk against the service and its twin (about
+#             3 minutes; SERVE_* apply); its table and plot land in OUT/serve
 #   badinput  tests/badinput/run.sh, if present
 # The interop programs of the gpu suite find the GL/EGL/Vulkan loaders in
 # .device/lib (gpu-pack.sh) or in the .gl packages, unpacked here when
@@ -41,6 +47,8 @@ fi
 mkdir -p .device/app
 [ -e .device/lib/libev.so.4 ] && mv .device/lib/libev.so.4 .device/app/
 . .device/env.sh
+# cuBLAS (the inference service links it) stays on the GPU machine.
+cublas=$(tools/find-cublas.sh) && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$cublas
 note "date: $(date -u '+%F %T') UTC; commit: $(cat .gpu/commit 2>/dev/null || echo unknown)"
 note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
 if ldconfig -p | grep -q 'libev\.so'; then
@@ -54,7 +62,8 @@ for part in "$@"; do
   t0=$(date +%s)
   case $part in
     suite)
-      tests/gpu/run.sh -b "$build" -o "$logs/gpu" -x async_pipeline -x example_loop_libev_gpu gpu \
+      tests/gpu/run.sh -b "$build" -o "$logs/gpu" -x async_pipeline -x example_loop_libev_gpu \
+        -x infer_service_gpu -x infer_twin_gpu_nvidia -x infer_twin_gpu_ours gpu \
         >"$logs/suite.txt" 2>&1
       grep -E '^(FAIL|SKIP)' "$logs/suite.txt" | head -20 | tee -a "$summary"
       note "suite (no libev): $(tail -n 1 "$logs/suite.txt")"
@@ -79,6 +88,19 @@ for part in "$@"; do
         bash bench/run.sh "$out/bench" >"$logs/bench.txt" 2>&1
       note "bench: exit $?"
       sed -n '/^| metric/,/^$/p' "$out/bench/table.md" 2>/dev/null | tee -a "$summary" >/dev/null
+      ;;
+    infer)
+      LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH tests/gpu/run.sh -b "$build" \
+        -o "$logs/infer" infer_gpu >"$logs/infer.txt" 2>&1
+      note "infer (cuBLAS from ${cublas:-nowhere}): exit $?; $(tail -n 1 "$logs/infer.txt")"
+      grep -hE '^(not ok|# [0-9]+ (answers|requests))' "$logs"/infer/*.log 2>/dev/null | head -12 |
+        tee -a "$summary"
+      ;;
+    serve)
+      LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH SERVE_BUILD_DIR=$build \
+        bash bench/serve.sh "$out/serve" >"$logs/serve.txt" 2>&1
+      note "serve: exit $?"
+      grep -E '^\*\*|^\| (async|twin)' "$out/serve/serve.md" 2>/dev/null | tee -a "$summary" >/dev/null
       ;;
     badinput)
       if [ -x tests/badinput/run.sh ]; then

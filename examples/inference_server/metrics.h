@@ -1,0 +1,69 @@
+/* metrics.h: the counters and histograms behind GET /metrics (Prometheus
+ * text format 0.0.4), shared by the service and its twin. Updates are
+ * relaxed atomics, so the twin's threads may update them concurrently;
+ * the service updates them on its loop thread only.
+ *
+ * Names (the bench scrapes some of them, bench/serve.sh):
+ *   infer_requests_total{code}            answers we made, by status code
+ *   infer_request_duration_seconds        arrival (headers read) to answer ready
+ *   infer_batch_size                      rows per batch sent to a device
+ *   infer_gpu_batch_seconds               device time of a batch (events around it)
+ *   infer_batch_rows_total, infer_gpu_seconds_total
+ *   infer_queue_depth, infer_inflight_batches, infer_active_requests (gauges)
+ *   infer_device_resets_total
+ *   process_*                             CPU, threads, fds, resident memory
+ * Each server adds its own lines (loop statistics, devices) after these. */
+#ifndef INFER_METRICS_H
+#define INFER_METRICS_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HIST_MAX_BUCKETS 24
+
+struct hist {
+  const char *name, *help;
+  int nb;                                            /* finite buckets */
+  double scale;                                      /* printed value = stored value * scale */
+  uint64_t le[HIST_MAX_BUCKETS];                     /* upper bounds, in stored units */
+  atomic_uint_fast64_t bucket[HIST_MAX_BUCKETS + 1]; /* last: +Inf */
+  atomic_uint_fast64_t sum, count;
+};
+
+/* Status codes counted one by one; others count as "other". */
+#define METRICS_CODES \
+  { 200, 400, 404, 405, 413, 415, 500, 503, 504 }
+#define METRICS_NCODES 10
+
+struct metrics {
+  atomic_uint_fast64_t requests[METRICS_NCODES];
+  struct hist latency; /* nanoseconds */
+  struct hist gpu;     /* nanoseconds */
+  struct hist batch;   /* rows */
+  atomic_uint_fast64_t batch_rows, gpu_ns, device_resets;
+  atomic_int_fast64_t queue_depth, inflight_batches, active_requests;
+};
+
+/* A growable string; on allocation failure it stops growing and sets oom. */
+struct strbuf {
+  char *p;
+  size_t len, cap;
+  int oom;
+};
+void sb_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_free(struct strbuf *b);
+
+void metrics_init(struct metrics *m, int max_batch);
+/* An answer with `code`, `latency_ns` after the request arrived. */
+void metrics_request(struct metrics *m, unsigned code, uint64_t latency_ns);
+/* A batch of `rows` done on a device in gpu_ns of device time. */
+void metrics_batch(struct metrics *m, int rows, uint64_t gpu_ns);
+/* Appends every metric above, then the process_* lines. */
+void metrics_render(struct metrics *m, struct strbuf *out);
+
+/* The monotonic clock in nanoseconds. */
+uint64_t now_ns(void);
+
+#endif

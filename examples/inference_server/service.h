@@ -1,0 +1,209 @@
+/* service.h: the asynchronous inference service's own types, shared by its
+ * files. One thread does everything: it runs ev_run on the default libev
+ * loop, which watches libmicrohttpd's epoll fd (http.c), the batch window
+ * timer (batch.c), each request's deadline timer, the signals (main.c),
+ * and one foreign-mode cudaev loop per device (evdrive.h, device.c).
+ *
+ * A request's way through (files in brackets):
+ *   MHD reads headers and body -> access handler validates it [http.c]
+ *   -> the request waits in the batch queue; its connection is suspended
+ *   -> window or size reached: rows copied into a free slot's pinned input,
+ *      the slot's batch submitted on the least-loaded device, one future
+ *      per batch [batch.c, device.c, backend_*.c]
+ *   -> the future's continuation (loop thread) answers each row's request
+ *      and resumes its connection; MHD runs right after the loop pass and
+ *      sends the answers [batch.c, http.c].
+ *
+ * Ownership: the server owns devices, slots and the queue; a request is
+ * owned by its MHD connection (made in the access handler, freed in MHD's
+ * request-completed callback); a slot row or the queue only points to it,
+ * and a request leaving early (deadline, closed connection) unhooks itself.
+ *
+ * Thread: every function here runs on the loop thread (the CPU backend's
+ * workers touch only their own job queue and cudaev_promise_set). */
+#ifndef INFER_SERVICE_H
+#define INFER_SERVICE_H
+
+#include <cudaev.h>
+#include <ev.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "evdrive.h"
+#include "metrics.h"
+#include "model.h"
+#include "policy.h"
+
+struct server;
+struct device;
+struct request;
+
+/* One batch's place on a device: staging buffers and the rows' requests. */
+struct slot {
+  struct device *dev;
+  int index;
+  float *in, *out; /* cap rows of inputs / outputs (the backend's staging) */
+  int n;           /* rows in the batch in flight */
+  int fault;       /* test only: this batch faults the device */
+  uint64_t batch_id;
+  uint64_t submitted_ns;
+  struct request **req; /* [cap]; NULL where a request already left */
+  struct slot *next_free;
+  void *priv; /* the backend's */
+};
+
+enum device_state {
+  DEV_UP,     /* takes batches */
+  DEV_FAILED, /* a fault was seen: no new batches, a reset is scheduled */
+  DEV_DOWN,   /* closed (reset failed, or shutting down) */
+};
+
+struct device {
+  struct server *srv;
+  int index;   /* in srv->dev */
+  int ordinal; /* CUDA device ordinal (CPU backend: a stand-in number) */
+  enum device_state state;
+  cudaev_loop_t *loop; /* serves this device's context */
+  struct evdrive drive;
+  struct slot *slots, *free;
+  int nslots, inflight;
+  unsigned long long resets, batches;
+  cudaError_t last_error;
+  ev_timer recover; /* the reset runs from here: outside cudaev_loop_process */
+  void *priv;       /* the backend's */
+};
+
+/* A model step: what runs a batch. The GPU backend (cuBLAS + our kernel,
+ * a stream future per batch) and the CPU backend (the reference MLP on a
+ * worker thread per device, a promise per batch) fill the same slots. */
+struct backend_ops {
+  const char *name;
+  /* The devices to use: fills ordinals (at most max). Returns how many,
+   * or -1 with a reason when none can be used. */
+  int (*list)(struct server *s, int *ordinals, int max, char *err, size_t errlen);
+  /* Opens dev (dev->ordinal set): its context, a foreign-mode cudaev loop
+   * for it in dev->loop, dev->nslots slots with staging of cap rows. Prints
+   * one line about it. Returns 0 or -1 with a reason (all freed). */
+  int (*open)(struct device *dev, int cap, char *err, size_t errlen);
+  /* Submits the slot's batch (rows in slot->in). The future completes when
+   * slot->out holds the results, or with the error that stopped it. */
+  cudaError_t (*submit)(struct slot *slot, cudaev_future_t **out);
+  /* Device time of a completed batch, ns. */
+  uint64_t (*batch_ns)(struct slot *slot);
+  /* Closes dev: destroys dev->loop (so the continuations of batches still
+   * in flight run, inside this call, with CUDAEV_ERROR_LOOP_DESTROYED or
+   * the device's error) once nothing of the backend's can complete a
+   * future any more, then frees what open made. With `reset`, the device
+   * had a fault: reset it (cudaDeviceReset) so that it can be reopened.
+   * Called outside cudaev_loop_process, as cudaev_loop_destroy needs. */
+  void (*close)(struct device *dev, int reset);
+};
+
+extern const struct backend_ops backend_cpu;
+#ifdef INFER_HAVE_GPU
+extern const struct backend_ops backend_gpu;
+#endif
+
+struct request {
+  struct server *srv;
+  struct MHD_Connection *conn;
+  int state; /* enum in http.c */
+  int route; /* enum in http.c */
+  int infer; /* POST /v1/infer */
+  int raw;   /* octet-stream in and out */
+  int fault; /* X-Inject-Fault: 1 (with --fault-injection) */
+  int suspended;
+  int expired; /* the deadline passed while the body arrived */
+  char *body;
+  size_t len, cap;
+  size_t received;     /* body bytes seen, kept or not */
+  float *in;           /* model inputs once parsed */
+  uint64_t arrival_ns; /* headers read: the deadline counts from here */
+  uint64_t queued_ns;  /* body parsed, in the batch queue: the window counts from here */
+  ev_timer deadline;
+  struct request *qprev, *qnext; /* batch queue */
+  struct slot *slot;             /* in flight: its row */
+  int row;
+  unsigned status; /* the answer, once made */
+  struct MHD_Response *response;
+};
+
+struct batcher {
+  struct policy policy;
+  struct request *head, *tail;
+  size_t len;
+  int tfd;           /* the window's timerfd */
+  ev_io window;      /* ... watched by libev */
+  uint64_t armed_ns; /* when it is set to expire (0: not armed) */
+};
+
+struct server {
+  const struct config *cfg;
+  struct model model;
+  struct ev_loop *evl;
+  struct metrics metrics;
+  const struct backend_ops *be;
+  struct device *dev;
+  int ndev, rr;
+  struct batcher batch;
+  struct http *http;
+  uint64_t next_batch_id;
+  int dispatch_due;               /* a slot came free inside a loop pass */
+  unsigned long long http_events; /* MHD's fd was readable (http.c counts) */
+  unsigned spin_us;               /* what the device loops may spin now */
+  unsigned quiet_spin_us;         /* ... when HTTP is quiet (--loop-spin-us) */
+  int draining;
+  int exit_code;
+  size_t max_body;
+  unsigned long long ev_iterations_at_start;
+};
+
+/* batch.c */
+int batch_init(struct server *s);
+void batch_fini(struct server *s);
+/* Queues a parsed request (the caller checked --max-queue) and sends what
+ * the policy allows. */
+void batch_push(struct server *s, struct request *r);
+/* Unhooks a request from the queue or from its slot row. */
+void batch_forget(struct server *s, struct request *r);
+/* Sends every batch the policy allows to free slots. */
+void batch_dispatch(struct server *s);
+/* Answers everything queued with `status` (drain timeout, no device). */
+void batch_fail_queued(struct server *s, unsigned status, const char *why);
+
+/* device.c */
+int devices_open(struct server *s, char *err, size_t errlen);
+void devices_close(struct server *s);
+/* A free slot on the least-loaded device that is up, or NULL. */
+struct slot *device_take_slot(struct server *s);
+void device_put_slot(struct slot *slot);
+/* A batch on dev failed with e: stop using it, reset it from a timer. */
+void device_failed(struct device *dev, cudaError_t e);
+int devices_up(struct server *s);
+void devices_metrics(struct server *s, struct strbuf *b);
+/* cudaev_loop_set_spin on every device's loop. */
+void devices_set_spin(struct server *s, unsigned us);
+
+/* http.c */
+int http_start(struct server *s, char *err, size_t errlen);
+/* The port actually bound. */
+int http_port(struct server *s);
+/* Runs MHD now if a connection was resumed since it last ran. */
+void http_kick(struct server *s);
+/* Stops accepting connections (drain). */
+void http_quiesce(struct server *s);
+void http_stop(struct server *s);
+unsigned http_connections(struct server *s);
+/* Answers r with the model's output row `out`. */
+void request_answer_result(struct request *r, const float *out, const struct slot *slot);
+/* Answers r with an error status and a one-line reason. */
+void request_answer_error(struct request *r, unsigned status, const char *reason);
+
+/* main.c */
+/* Called whenever requests finish: ends the drain when nothing is left. */
+void server_check_drained(struct server *s);
+/* Runs after each cudaev_loop_process (evdrive's hook): sends what a
+ * freed slot allows, then lets MHD send the answers. */
+void server_after_process(void *arg);
+
+#endif

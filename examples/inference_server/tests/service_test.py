@@ -1,0 +1,551 @@
+#!/usr/bin/env python3
+"""End-to-end tests of examples/inference_server and of its blocking twin:
+each test starts the server on an ephemeral loopback port and drives it with
+a real HTTP client (http.client, raw sockets for what http.client will not
+send), checking every answer against the Python reference of the MLP
+(mlp_ref.py, from the weights file the server wrote).
+
+  service_test.py --server PATH [--backend cpu|gpu] [--twin] [TEST...]
+
+--backend cpu (CI): the GPU step is the CPU reference on worker threads
+completing promises; every test runs. --backend gpu: correctness under load
+(relative error <= 1e-5), a device fault answered 503 and then served again,
+resident memory and open fds flat over a load (INFER_SOAK_S seconds, default
+30); exit 77 (skipped) without a GPU. --twin: the blocking twin (the tests
+that apply to it). Output: one "ok"/"not ok" line per test; exit 0 when all
+passed, 1 otherwise.
+"""
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mlp_ref  # noqa: E402
+from harness import (CPU_LAYERS, SLOW, TOL, Failure, Server, check, check_answer,  # noqa: E402
+                     rand_input, raw_http)
+
+# ---- the tests ---------------------------------------------------------------
+
+def t_usage(args):
+    """--help, --version and usage errors, like a daemon."""
+    p = subprocess.run([args.server, "--help"], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0 and "Usage:" in p.stdout and "--batch-window-us" in p.stdout,
+          "--help")
+    p = subprocess.run([args.server, "--version"], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0 and p.stdout.strip(), "--version")
+    for bad in (["--bogus"], ["--max-batch", "0"], ["--port", "70000"], ["extra"],
+                ["--backend", "tpu"], ["--max-batch"]):
+        p = subprocess.run([args.server] + bad, capture_output=True, text=True, timeout=30)
+        check(p.returncode == 2 and p.stderr.strip(), f"{bad}: exit {p.returncode}, want 2")
+    p = subprocess.run([args.server, "--backend", "cpu", "--layers", "4,4", "--port", "0"],
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode == 1 and "--layers" in p.stderr, "--layers 4,4 refused")
+
+
+def t_weights(args):
+    """The weights file: written when missing, read back, refused when corrupt."""
+    with Server(args, []) as s:
+        check(any("written to" in l for l in s.out), "first start writes the weights")
+        first = s.model.w[0][:4]
+        s.stop()
+    with Server(args, ["--weights", s.weights, "--seed", "7"]) as s2:
+        check(any("read from" in l for l in s2.out), "second start reads them")
+        check(s2.model.w[0][:4] == first, "same weights")
+        st, _, y, _, _ = s2.infer([0.5] * s2.model.inputs)
+        check(st == 200, "serves")
+        check_answer(s2.model, [0.5] * s2.model.inputs, y, "after reading the file")
+        s2.stop()
+    data = bytearray(open(s.weights, "rb").read())
+    data[40] ^= 0xFF
+    open(s.weights, "wb").write(data)
+    p = subprocess.run([args.server, "--backend", args.backend, "--port", "0", "--weights",
+                        s.weights, "--layers", CPU_LAYERS], capture_output=True, text=True,
+                       timeout=60)
+    check(p.returncode == 1 and "CRC" in p.stderr, "a corrupt weights file is refused")
+
+
+def t_endpoints(args):
+    """health, metrics, JSON and raw inference, keep-alive."""
+    with Server(args, []) as s:
+        st, hd, body, _ = s.request("GET", "/health")
+        check(st == 200 and body == b"ok\n", f"/health: {st} {body!r}")
+        st, _, _, _ = s.request("HEAD", "/health")
+        check(st == 200, "HEAD /health")
+        rng = random.Random(1)
+        c = s.conn()
+        for i in range(20):
+            x = rand_input(s.model, rng)
+            st, hd, y, _, _ = s.infer(x, raw=bool(i % 2), conn=c)
+            check(st == 200, f"request {i}: {st}")
+            check(hd.get("content-type") == ("application/octet-stream" if i % 2 else
+                                             "application/json"), "content type")
+            check_answer(s.model, x, y, f"request {i}")
+        # Keep-alive: one connection served them all, /health on it too.
+        st, hd, _, _ = s.request("GET", "/health", conn=c)
+        check(st == 200 and hd.get("connection", "").lower() != "close", "keep-alive after 200s")
+        c.close()
+        m = s.metrics()
+        check(m['infer_requests_total{code="200"}'] >= 22, "requests counted")
+        for name in ("infer_queue_depth", "infer_inflight_batches", "process_open_fds",
+                     "infer_batch_size_count", "infer_gpu_batch_seconds_count",
+                     "infer_request_duration_seconds_count", "process_threads"):
+            check(name in m, f"/metrics has {name}")
+        if not args.twin:
+            check(m["infer_loop_threads"] == 1, "one loop thread")
+            check('cudaev_loop_pending{device="0"}' in m, "loop stats")
+        s.stop()
+
+
+def t_bad_requests(args):
+    """Every 4xx: one line of reason each, the connection usable after."""
+    with Server(args, ["--max-body", "2048"]) as s:
+        n = s.model.inputs
+        good = json.dumps([0.25] * n)
+        cases = [
+            ("GET", "/nope", None, {}, 404, "no such endpoint"),
+            ("GET", "/v1/infer", None, {}, 405, "POST"),
+            ("DELETE", "/health", None, {}, 405, "GET"),
+            ("POST", "/metrics", "x", {}, 405, "GET"),
+            ("POST", "/v1/infer", good, {"Content-Type": "text/plain"}, 415, "Content-Type"),
+            ("POST", "/v1/infer", good, {"Content-Type": "application/x-www-form-urlencoded"}, 415,
+             "Content-Type"),
+            ("POST", "/v1/infer", json.dumps([0.25] * (n - 1)), {}, 400, "wrong length"),
+            ("POST", "/v1/infer", json.dumps([0.25] * (n + 1)), {}, 400, "wrong length"),
+            ("POST", "/v1/infer", b"\0" * (4 * n - 4), {"Content-Type": "application/octet-stream"},
+             400, "wrong length"),
+            ("POST", "/v1/infer", struct.pack(f"<{n}f", *([float("nan")] + [0.0] * (n - 1))),
+             {"Content-Type": "application/octet-stream"}, 400, "not finite"),
+            ("POST", "/v1/infer", "x" * 3000, {}, 413, "limit"),
+        ]
+        bad_json = ["", "[", "[1,2", '{"a": 1}', "[1,,2]", "[1,2,]", "[NaN]", "[1e999]", '["1"]',
+                    "[01]", "[.5]", "[+1]", "[1] x", "[[1]]", "[0x10]", "[-]", "[1.]", "[1e]",
+                    "[Infinity]", "\ufeff[1]", "null"]
+        for b in bad_json:
+            cases.append(("POST", "/v1/infer", b.encode(), {"Content-Type": "application/json"}, 400,
+                          ""))
+        c = s.conn()
+        for method, path, body, headers, want, text in cases:
+            try:
+                st, hd, data, _ = s.request(method, path, body, headers, conn=c)
+            except (http.client.HTTPException, OSError):
+                c.close()
+                c = s.conn()
+                st, hd, data, _ = s.request(method, path, body, headers, conn=c)
+            what = f"{method} {path} {str(body)[:30]!r} {headers}"
+            check(st == want, f"{what}: {st}, want {want}: {data!r}")
+            line = data.decode(errors="replace")
+            check(line.endswith("\n") and line.count("\n") == 1 and text in line,
+                  f"{what}: reason {line!r} is not one line naming {text!r}")
+            if want == 405:
+                check("allow" in hd, f"{what}: no Allow header")
+            if hd.get("connection", "").lower() == "close":
+                c.close()
+                c = s.conn()
+        # After all that, the same server still answers correctly.
+        x = [0.1] * n
+        st, _, y, _, _ = s.infer(x, conn=c)
+        check(st == 200, "served after the errors")
+        check_answer(s.model, x, y, "after the errors")
+        c.close()
+        # What http.client will not send: a chunked body over the limit, a
+        # garbage request line.
+        chunk = b"%x\r\n%s\r\n" % (1500, b"1" * 1500)
+        got = raw_http(s.port, b"POST /v1/infer HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                               b"application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                       chunk + chunk + b"0\r\n\r\n")
+        check(got.startswith(b"HTTP/1.1 413"), f"chunked oversize: {got[:60]!r}")
+        got = raw_http(s.port, b"GARBAGE\r\n\r\n")
+        check(got == b"" or got.startswith(b"HTTP/1.1 400"), f"garbage: {got[:60]!r}")
+        m = s.metrics()
+        for code in (400, 404, 405, 413, 415):
+            check(m[f'infer_requests_total{{code="{code}"}}'] > 0, f"{code} counted")
+        s.stop()
+
+
+def t_batching(args):
+    """A full batch leaves at once; a partial one after the window; each
+    answer is its own row of its batch."""
+    window = 0.4
+    with Server(args, ["--batch-window-us", str(int(window * 1e6)), "--max-batch", "4"]) as s:
+        rng = random.Random(2)
+
+        def burst(k):
+            xs = [rand_input(s.model, rng) for _ in range(k)]
+            barrier = threading.Barrier(k)
+
+            def one(x):
+                c = s.conn()
+                c.connect()
+                barrier.wait()
+                r = s.infer(x, conn=c)
+                c.close()
+                return r
+            with ThreadPoolExecutor(k) as ex:
+                res = list(ex.map(one, xs))
+            for x, (st, hd, y, _, _) in zip(xs, res):
+                check(st == 200, f"burst of {k}: {st}")
+                check_answer(s.model, x, y, f"burst of {k}")
+            return res
+
+        res = burst(4)
+        ids = {r[1]["x-batch-id"] for r in res}
+        rows = sorted(int(r[1]["x-batch-row"]) for r in res)
+        check(len(ids) == 1 and rows == [0, 1, 2, 3], f"4 requests, one batch of 4: {ids} {rows}")
+        check(all(r[1]["x-batch-size"] == "4" for r in res), "batch size 4")
+        check(max(r[4] for r in res) < window * 0.75 * SLOW or SLOW > 1,
+              f"a full batch leaves before the window: {max(r[4] for r in res):.3f} s")
+        res = burst(2)
+        ids = {r[1]["x-batch-id"] for r in res}
+        check(len(ids) == 1 and all(r[1]["x-batch-size"] == "2" for r in res),
+              "2 requests, one batch of 2")
+        check(min(r[4] for r in res) >= window * 0.9, f"a partial batch waits for the window: "
+              f"{min(r[4] for r in res):.3f} s")
+        res = burst(6)
+        sizes = sorted(int(r[1]["x-batch-size"]) for r in res)
+        by_batch = {}
+        for r in res:
+            by_batch.setdefault(r[1]["x-batch-id"], []).append(int(r[1]["x-batch-row"]))
+        check(sizes == [2, 2, 4, 4, 4, 4], f"6 requests: batches of 4 and 2: {sizes}")
+        check(all(sorted(v) == list(range(len(v))) for v in by_batch.values()),
+              f"rows of each batch: {by_batch}")
+        m = s.metrics()
+        check(m['infer_batch_size_bucket{le="4"}'] - m['infer_batch_size_bucket{le="2"}'] >= 2,
+              "batch size histogram")
+        s.stop()
+
+
+def t_load(args, clients=200, per_client=20, extra=(), layers_check=True):
+    """No lost, duplicated or misrouted answer under concurrent load."""
+    extra = list(extra) + ["--batch-window-us", "2000"]
+    with Server(args, extra) as s:
+        before = s.metrics()['infer_requests_total{code="200"}']
+        rng = random.Random(3)
+        inputs = [[rand_input(s.model, rng) for _ in range(per_client)] for _ in range(clients)]
+        refs = [s.model.forward_many(xs) for xs in inputs]
+        errors, seen = [], {}
+        lock = threading.Lock()
+
+        def client(i):
+            c = s.conn(timeout=60)
+            for j, x in enumerate(inputs[i]):
+                try:
+                    st, hd, y, _, _ = s.infer(x, raw=bool((i + j) % 3 == 0), conn=c)
+                except (http.client.HTTPException, OSError) as e:
+                    with lock:
+                        errors.append(f"client {i} request {j}: {e!r}")
+                    c.close()
+                    c = s.conn(timeout=60)
+                    continue
+                with lock:
+                    if st != 200:
+                        errors.append(f"client {i} request {j}: {st}")
+                        continue
+                    err = mlp_ref.rel_err(y, refs[i][j])
+                    if err > TOL:
+                        errors.append(f"client {i} request {j}: relative error {err:.3g}")
+                    key = (hd["x-device"], hd["x-batch-id"], hd["x-batch-row"])
+                    if key in seen:
+                        errors.append(f"row {key} answered twice")
+                    seen[key] = (i, j)
+            c.close()
+
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(clients) as ex:
+            list(ex.map(client, range(clients)))
+        secs = time.monotonic() - t0
+        check(not errors, f"{len(errors)} bad answers, e.g. {errors[:5]}")
+        total = clients * per_client
+        check(len(seen) == total, f"{len(seen)} answers, want {total}")
+        m = s.metrics()
+        # + 1: the /metrics read that took `before` counts itself afterwards.
+        check(m['infer_requests_total{code="200"}'] - before == total + 1,
+              "200s counted once each")
+        rows = m["infer_batch_rows_total"]
+        check(rows >= total, "rows counted")
+        devices = {k[0] for k in seen}
+        print(f"# {total} answers in {secs:.2f} s ({total / secs:.0f}/s), "
+              f"{m['infer_batch_size_count']:.0f} batches (mean {rows / m['infer_batch_size_count']:.1f} "
+              f"rows), devices {sorted(devices)}")
+        if "--cpu-devices" in extra:
+            want = int(extra[extra.index("--cpu-devices") + 1])
+            check(len(devices) == want, f"every device used: {sorted(devices)}")
+        elif args.backend == "gpu":
+            want = sum(1 for l in s.out if re.match(r"device \d+ \(", l))
+            check(len(devices) == want, f"every GPU used: {sorted(devices)} of {want}")
+        s.stop()
+
+
+def t_multi_device(args):
+    """Several stand-in devices, each its own cudaev loop on the one thread."""
+    t_load(args, clients=48, per_client=10, extra=["--cpu-devices", "3", "--streams", "2"])
+
+
+def t_deadline(args):
+    """504 for a request in flight and for one still queued; the late batch
+    end is ignored; the server keeps serving."""
+    with Server(args, ["--cpu-delay-us", "300000", "--deadline-ms", "500", "--max-batch", "1",
+                       "--streams", "1", "--batch-window-us", "0"]) as s:
+        x = [0.5] * s.model.inputs
+        res = [None] * 3
+
+        def one(i):
+            time.sleep(0.05 * i)
+            res[i] = s.infer(x)
+        ts = [threading.Thread(target=one, args=(i,)) for i in range(3)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        codes = [r[0] for r in res]
+        check(codes == [200, 504, 504], f"codes {codes}, want [200, 504, 504]")
+        check(all(0.45 < r[4] < 0.9 * SLOW + 0.5 for r in res[1:]),
+              f"504s at the deadline: {[round(r[4], 3) for r in res]}")
+        check(b"deadline" in res[1][3], "reason names the deadline")
+        time.sleep(0.8)  # the abandoned batches end meanwhile
+        m = s.metrics()
+        check(m["infer_inflight_batches"] == 0 and m["infer_queue_depth"] == 0, "nothing left")
+        check(m['infer_requests_total{code="504"}'] == 2, "504s counted")
+        st, _, body, _ = s.request("GET", "/health")
+        check(st == 200, "still healthy")
+        s.stop()
+
+
+def t_queue_full(args):
+    """Over --max-queue: 503 at once, with a reason."""
+    with Server(args, ["--cpu-delay-us", "400000", "--max-queue", "2", "--max-batch", "1",
+                       "--streams", "1", "--batch-window-us", "0"]) as s:
+        x = [0.5] * s.model.inputs
+        res = [None] * 5
+
+        def one(i):
+            time.sleep(0.04 * i)
+            res[i] = s.infer(x)
+        ts = [threading.Thread(target=one, args=(i,)) for i in range(5)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        codes = sorted(r[0] for r in res)
+        check(codes == [200, 200, 200, 503, 503], f"codes {codes}")
+        check(all(b"queue full" in r[3] for r in res if r[0] == 503), "reason: queue full")
+        s.stop()
+
+
+def t_fault(args):
+    """A batch that faults the device: 503 for it, a reset, then correct
+    answers again."""
+    with Server(args, ["--fault-injection", "--batch-window-us", "0"]) as s:
+        x = [0.3] * s.model.inputs
+        st, _, y, _, _ = s.infer(x)
+        check(st == 200, "before the fault")
+        st, _, _, body, dt = s.infer(x, headers={"X-Inject-Fault": "1"})
+        check(st == 503 and b"failed" in body, f"the faulting request: {st} {body!r}")
+        for i in range(3):
+            t0 = time.monotonic()
+            while True:
+                st, hd, y, body, _ = s.infer(x)
+                if st == 200 or time.monotonic() - t0 > 30:
+                    break
+                time.sleep(0.1)
+            check(st == 200, f"after the fault: {st} {body!r}")
+            check_answer(s.model, x, y, "after the reset")
+        m = s.metrics()
+        check(m["infer_device_resets_total"] == 1, "one reset")
+        check(any("reset and serving again" in l or "reset" in l for l in s.err), "reset logged")
+        s.stop()
+
+
+def t_drain(args):
+    """SIGTERM: no new connections, everything in flight answered, exit 0."""
+    with Server(args, ["--cpu-delay-us", "300000", "--batch-window-us", "0", "--max-batch",
+                       "2", "--streams", "1"]) as s:
+        rng = random.Random(4)
+        xs = [rand_input(s.model, rng) for _ in range(5)]
+        res = [None] * 5
+
+        def one(i):
+            res[i] = s.infer(xs[i])
+        ts = [threading.Thread(target=one, args=(i,)) for i in range(5)]
+        for t in ts:
+            t.start()
+        time.sleep(0.15)
+        s.send(signal.SIGTERM)
+        time.sleep(0.1)
+        refused = False
+        try:
+            socket.create_connection(("127.0.0.1", s.port), timeout=2).close()
+        except OSError:
+            refused = True
+        for t in ts:
+            t.join()
+        for x, r in zip(xs, res):
+            check(r[0] == 200, f"in-flight request during the drain: {r[0]} {r[3]!r}")
+            check_answer(s.model, x, r[2], "during the drain")
+        check(refused, "new connections refused while draining")
+        rc = s.stop(timeout=10)
+        check(rc == 0 and any("draining" in l for l in s.out), "drained, exit 0")
+
+
+def t_drain_timeout(args):
+    """A drain that cannot finish: 503 after --drain-timeout, exit 1."""
+    with Server(args, ["--cpu-delay-us", "5000000", "--batch-window-us", "0",
+                       "--drain-timeout", "1", "--deadline-ms", "60000"]) as s:
+        res = []
+        t = threading.Thread(target=lambda: res.append(s.infer([0.5] * s.model.inputs)))
+        t.start()
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        s.send(signal.SIGINT)
+        t.join()
+        check(res[0][0] == 503 and b"shutting down" in res[0][3], f"{res[0][0]} {res[0][3]!r}")
+        check(time.monotonic() - t0 < 4 * SLOW, "answered at the drain timeout")
+        s.stop(want=1, timeout=20)
+
+
+def t_limits(args):
+    """Connection limit and idle timeout: a connection over the limit waits
+    (unserved) until idle ones time out, then it is served."""
+    with Server(args, ["--max-connections", "8", "--connection-timeout", "2"]) as s:
+        socks = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(8)]
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        extra = socket.create_connection(("127.0.0.1", s.port))
+        extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        extra.settimeout(0.8)
+        try:
+            got = extra.recv(100)
+        except socket.timeout:
+            got = None
+        check(got is None, f"9th connection served at once: {got!r}")
+        # The idle ones are closed after about 2 s; then the 9th is served.
+        socks[0].settimeout(10 * SLOW)
+        try:
+            data = socks[0].recv(100)
+        except ConnectionResetError:
+            data = b""
+        idle = time.monotonic() - t0
+        check(data == b"" and 1.5 < idle < 6 * SLOW, f"idle connection timed out after {idle:.1f} s")
+        extra.settimeout(10 * SLOW)
+        got = extra.recv(100)
+        check(got.startswith(b"HTTP/1.1 200"), f"9th connection served once others left: {got!r}")
+        for k in socks + [extra]:
+            k.close()
+        s.stop()
+
+
+# ---- GPU -------------------------------------------------------------------------
+
+def t_gpu_load(args):
+    """Results equal the CPU reference under load, on every device."""
+    t_load(args, clients=64, per_client=40, extra=["--streams", "4"])
+
+
+def t_gpu_soak(args):
+    """Resident memory and open fds stay flat over a load."""
+    secs = float(os.environ.get("INFER_SOAK_S", "30"))
+    with Server(args, ["--batch-window-us", "500"]) as s:
+        stop = threading.Event()
+        counts, errors = [0], []
+        rng = random.Random(5)
+        x = rand_input(s.model, rng)
+
+        def client():
+            c = s.conn()
+            while not stop.is_set():
+                try:
+                    st, _, _, _, _ = s.infer(x, conn=c)
+                    counts[0] += 1
+                    if st != 200:
+                        errors.append(st)
+                except (http.client.HTTPException, OSError) as e:
+                    errors.append(repr(e))
+                    c.close()
+                    c = s.conn()
+            c.close()
+        ts = [threading.Thread(target=client) for _ in range(32)]
+        for t in ts:
+            t.start()
+        samples = []
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < secs:
+            time.sleep(min(2.0, secs / 10))
+            m = s.metrics()
+            samples.append((time.monotonic() - t0, m["process_resident_memory_bytes"],
+                            m["process_open_fds"]))
+        stop.set()
+        for t in ts:
+            t.join()
+        check(not errors, f"errors under load: {errors[:5]}")
+        warm = [x for x in samples if x[0] >= secs / 3] or samples
+        rss = [x[1] for x in warm]
+        fds = [x[2] for x in warm]
+        print(f"# {counts[0]} requests in {secs:.0f} s; RSS {min(rss) / 2**20:.1f}-"
+              f"{max(rss) / 2**20:.1f} MiB, fds {min(fds):.0f}-{max(fds):.0f} after warm-up")
+        check(max(rss) - min(rss) <= max(8 * 2**20, 0.05 * min(rss)), "RSS flat")
+        check(max(fds) - min(fds) <= 4, "open fds flat")
+        s.stop()
+
+
+CPU_TESTS = [t_usage, t_weights, t_endpoints, t_bad_requests, t_batching, t_load,
+             t_multi_device, t_deadline, t_queue_full, t_fault, t_drain, t_drain_timeout,
+             t_limits]
+TWIN_TESTS = [t_usage, t_endpoints, t_bad_requests, t_batching, t_load, t_multi_device, t_deadline,
+              t_queue_full, t_fault, t_drain]
+GPU_TESTS = [t_endpoints, t_gpu_load, t_fault, t_gpu_soak, t_drain]
+GPU_TWIN_TESTS = [t_endpoints, t_gpu_load, t_drain]
+
+
+def have_gpu(args):
+    if not (os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvidiactl")):
+        return "no NVIDIA GPU on this machine (no /dev/nvidia0)"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", required=True)
+    ap.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
+    ap.add_argument("--twin", action="store_true")
+    ap.add_argument("--expect-cudart", help="the libcudart.so.13 the server must load")
+    ap.add_argument("tests", nargs="*")
+    args = ap.parse_args()
+    if args.backend == "gpu":
+        why = have_gpu(args)
+        if why:
+            print(f"SKIP: {why}")
+            return 77
+        tests = GPU_TWIN_TESTS if args.twin else GPU_TESTS
+    else:
+        tests = TWIN_TESTS if args.twin else CPU_TESTS
+    if args.tests:
+        tests = [t for t in tests if t.__name__[2:] in args.tests]
+    failed = 0
+    print(f"1..{len(tests)}")
+    for i, t in enumerate(tests, 1):
+        t0 = time.monotonic()
+        try:
+            t(args)
+            print(f"ok {i} - {t.__name__[2:]} ({time.monotonic() - t0:.1f}s)", flush=True)
+        except Exception as e:  # a failure or a crash of the test itself
+            failed += 1
+            print(f"not ok {i} - {t.__name__[2:]} ({time.monotonic() - t0:.1f}s)")
+            for line in str(e).splitlines() or [repr(e)]:
+                print("# " + line)
+            sys.stdout.flush()
+    print(f"# {len(tests) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
