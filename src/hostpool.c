@@ -681,7 +681,7 @@ bool cudaev__hostpool_free(void *p, cudaError_t *e) {
 void cudaev__hostpool_flags(const void *p, unsigned *flags) {
   unsigned f;
   if (atomic_load_explicit(&pool_live, memory_order_acquire) && reg_flags((uintptr_t)p, &f))
-    *flags |= f;
+    *flags = f | (*flags & CU_MEMHOSTALLOC_DEVICEMAP);
 }
 
 void cudaev__hostpool_reset(int device) {

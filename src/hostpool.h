@@ -75,11 +75,15 @@ bool cudaev__hostpool_alloc(void **p, size_t size, unsigned flags, CUresult *r);
  * (p lies in pooled memory but is not a live allocation's start). */
 bool cudaev__hostpool_free(void *p, cudaError_t *e);
 
-/* cudaHostGetFlags's answer for pooled memory, after the driver's: adds
- * the flags the allocation was asked with. On an H100 (driver 580) NVIDIA's
- * runtime read back Portable|Mapped for a Portable allocation while the
- * driver's answer for the pool's chunk lacked Portable. Does nothing for
- * memory that is not the pool's. */
+/* cudaHostGetFlags's answer for pooled memory, from the driver's: the
+ * flags the allocation was asked with, plus the driver's Mapped bit (set
+ * for every pinned allocation under unified addressing). The driver's own
+ * answer for a pooled chunk can name another allocation's flags: on an
+ * H100 (driver 580) a Portable request read back without Portable, and a
+ * Mapped one with it, while earlier chunks of the same size stayed
+ * allocated in the pool; NVIDIA's runtime, freeing each allocation, reads
+ * back exactly what was asked. Does nothing for memory that is not the
+ * pool's. */
 void cudaev__hostpool_flags(const void *p, unsigned *flags);
 
 /* After cudaDeviceReset of `device` succeeded: the driver has freed the

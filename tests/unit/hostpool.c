@@ -70,6 +70,27 @@ Test(hostpool, steady_state_makes_no_driver_allocation) {
   cr_expect_eq(atomic_load(&fake_host_frees), frees);
 }
 
+/* The driver's flags for a pooled chunk can be another allocation's (seen
+ * on an H100): cudaHostGetFlags answers with the requested flags and the
+ * driver's Mapped bit only. */
+static CUresult lying_get_flags(unsigned *flags, void *p) {
+  CUresult r = fake_host_get_flags(flags, p);
+  if (r == CUDA_SUCCESS) *flags ^= CU_MEMHOSTALLOC_PORTABLE;
+  return r;
+}
+
+Test(hostpool, get_flags_are_the_requested_ones) {
+  for (unsigned f = 0; f < 8; f++) {
+    void *p = pinned(1000, f);
+    cudaev__drv.cuMemHostGetFlags = lying_get_flags;
+    unsigned got = 99;
+    cr_expect_eq(cudaHostGetFlags(&got, (char *)p + 10), cudaSuccess);
+    cr_expect_eq(got, f, "flags 0x%x read back as 0x%x", f, got);
+    cudaev__drv.cuMemHostGetFlags = fake_host_get_flags;
+    cr_expect_eq(cudaFreeHost(p), cudaSuccess);
+  }
+}
+
 Test(hostpool, one_arena_per_flag_set) {
   void *p[8];
   unsigned arena[8];
