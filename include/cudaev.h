@@ -94,10 +94,14 @@ typedef void (*cudaev_notify_cb)(cudaev_notify_t *n, const void *info, void *use
  *  cudaev_loop_new_thread:  the library waits on its own thread (ppoll on
  *                           the wakeup fd; no libev needed).
  *
- * A loop serves the CUDA context that is current on the creating thread (a
- * device's primary context is made current as the runtime does when none
- * is). If the runtime cannot start (no driver, no device), the loop still
- * works for promises and combinators, and GPU sources return that error.
+ * A loop serves every CUDA context of the process, on every device: one
+ * loop thread is enough for a server with several GPUs. It starts with the
+ * context current on the creating thread (a device's primary context is
+ * made current as the runtime does when none is), the loop's context, and
+ * takes on another context the first time work of it is submitted (see the
+ * GPU completion sources below; at most 64 contexts per loop). If the
+ * runtime cannot start (no driver, no device), the loop still works for
+ * promises and combinators, and GPU sources return that error.
  *
  * libev: libcudart.so.13 does not link libev (it loads wherever NVIDIA's
  * loads). cudaev_loop_new_ev binds, once per process, to the libev that
@@ -253,10 +257,19 @@ size_t cudaev_when_any_index(const cudaev_future_t *f);
 /* ---- GPU completion sources ---------------------------------------------- */
 /* Each enqueues its work on `stream`, then a completion marker, and returns
  * a future for the marker: it completes when everything enqueued on the
- * stream before it has finished. The stream must belong to the loop's
- * context and must not be destroyed while its futures are pending. A
- * context error (e.g. a kernel faulting) completes every pending GPU future
- * of the loop with that error within about 250 ms. When submission fails no
+ * stream before it has finished. The stream must not be destroyed while
+ * its futures are pending.
+ *
+ * Contexts: the work goes to the stream's own context; for the NULL stream
+ * (and cudaStreamLegacy, cudaStreamPerThread) to the context current on
+ * the calling thread, or the loop's context when none is. That context is
+ * current during the call (the async variants enqueue in it) and when the
+ * future's continuations run, as it is for a loop-thread host function;
+ * other continuations (promises, combinators) run with the loop's context
+ * current. The first submission of a context costs that context a stream
+ * and a chunk of pinned memory, kept until the loop is destroyed. A context
+ * error (e.g. a kernel faulting) completes every pending GPU future of that
+ * context with that error within about 250 ms. When submission fails no
  * future is returned (*out = NULL) and the error is returned (and recorded
  * as cudart's last error, as the corresponding cudaXxx would).
  *
@@ -275,7 +288,8 @@ size_t cudaev_when_any_index(const cudaev_future_t *f);
 cudaError_t cudaev_stream_future(cudaev_loop_t *loop, cudaStream_t stream, cudaev_future_t **out);
 
 /* The work captured by the most recent cudaEventRecord of `event` (at the
- * time of this call). Uses the loop's internal stream. */
+ * time of this call). Uses an internal stream of the context current on
+ * the calling thread (the loop's when none is). */
 cudaError_t cudaev_event_future(cudaev_loop_t *loop, cudaEvent_t event, cudaev_future_t **out);
 
 /* cudaMemcpyAsync (kind must be a valid cudaMemcpyKind; addresses are
@@ -310,7 +324,7 @@ cudaError_t cudaev_graph_launch_async(cudaev_loop_t *loop, cudaGraphExec_t exec,
                                       cudaStream_t stream, cudaev_future_t **out);
 
 /* Loop-thread host function. When the stream reaches this point, fn(user)
- * runs on the loop thread, with the loop's context current. Work enqueued on
+ * runs on the loop thread, with the stream's context current. Work enqueued on
  * `stream` after this call starts only after fn returned. The future
  * completes once the stream has passed that point; its outcome is fn's
  * return value (or a context error, or CUDAEV_ERROR_LOOP_DESTROYED if the

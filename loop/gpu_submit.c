@@ -7,8 +7,9 @@
 
 /* Enqueues the completion marker on `stream` and hands the future to the
  * loop. */
-static cudaError_t mark(struct cudaev_loop *loop, CUstream stream, cudaev_future_t **out) {
-  struct cudaev__gpu *g = loop->gpu;
+static cudaError_t mark(struct cudaev__sub *s, CUstream stream, cudaev_future_t **out) {
+  struct cudaev_loop *loop = s->loop;
+  struct cudaev__gpu *g = s->g;
   struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
   if (f == NULL) return cudaErrorMemoryAllocation;
   /* The marker (see the top of gpu.c): a word unless the stream has
@@ -47,19 +48,19 @@ static cudaError_t mark(struct cudaev_loop *loop, CUstream stream, cudaev_future
 CUDAEV_EXPORT cudaError_t cudaev_stream_future(cudaev_loop_t *loop, cudaStream_t stream,
                                                cudaev_future_t **out) {
   struct cudaev__sub s;
-  cudaError_t e = cudaev__sub_begin(&s, loop, out);
+  cudaError_t e = cudaev__sub_begin(&s, loop, (CUstream)stream, out);
   if (e != cudaSuccess) return cudaev__ret(e);
-  return cudaev__sub_end(&s, mark(loop, (CUstream)stream, out));
+  return cudaev__sub_end(&s, mark(&s, (CUstream)stream, out));
 }
 
 CUDAEV_EXPORT cudaError_t cudaev_event_future(cudaev_loop_t *loop, cudaEvent_t event,
                                               cudaev_future_t **out) {
   struct cudaev__sub s;
-  cudaError_t e = cudaev__sub_begin(&s, loop, out);
+  cudaError_t e = cudaev__sub_begin(&s, loop, NULL, out);
   if (e != cudaSuccess) return cudaev__ret(e);
   if (event == NULL) return cudaev__sub_end(&s, cudaErrorInvalidResourceHandle);
-  e = cudaev__error_from_cu(cudaev__drv.cuStreamWaitEvent(loop->gpu->internal, (CUevent)event, 0));
-  if (e == cudaSuccess) e = mark(loop, loop->gpu->internal, out);
+  e = cudaev__error_from_cu(cudaev__drv.cuStreamWaitEvent(s.g->internal, (CUevent)event, 0));
+  if (e == cudaSuccess) e = mark(&s, s.g->internal, out);
   return cudaev__sub_end(&s, e);
 }
 
@@ -67,7 +68,7 @@ CUDAEV_EXPORT cudaError_t cudaev_memcpy_async(cudaev_loop_t *loop, void *dst, co
                                               size_t count, enum cudaMemcpyKind kind,
                                               cudaStream_t stream, cudaev_future_t **out) {
   struct cudaev__sub s;
-  cudaError_t e = cudaev__sub_begin(&s, loop, out);
+  cudaError_t e = cudaev__sub_begin(&s, loop, (CUstream)stream, out);
   if (e != cudaSuccess) return cudaev__ret(e);
   if ((unsigned)kind > (unsigned)cudaMemcpyDefault)
     return cudaev__sub_end(&s, cudaErrorInvalidMemcpyDirection);
@@ -75,7 +76,7 @@ CUDAEV_EXPORT cudaError_t cudaev_memcpy_async(cudaev_loop_t *loop, void *dst, co
   if (count > 0)
     e = cudaev__error_from_cu(
         cudaev__drv.cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, count, (CUstream)stream));
-  if (e == cudaSuccess) e = mark(loop, (CUstream)stream, out);
+  if (e == cudaSuccess) e = mark(&s, (CUstream)stream, out);
   return cudaev__sub_end(&s, e);
 }
 
@@ -83,27 +84,27 @@ CUDAEV_EXPORT cudaError_t cudaev_memset_async(cudaev_loop_t *loop, void *dev, in
                                               size_t count, cudaStream_t stream,
                                               cudaev_future_t **out) {
   struct cudaev__sub s;
-  cudaError_t e = cudaev__sub_begin(&s, loop, out);
+  cudaError_t e = cudaev__sub_begin(&s, loop, (CUstream)stream, out);
   if (e != cudaSuccess) return cudaev__ret(e);
   if (count > 0 && dev == NULL) return cudaev__sub_end(&s, cudaErrorInvalidValue);
   if (count > 0)
     e = cudaev__error_from_cu(cudaev__drv.cuMemsetD8Async((CUdeviceptr)dev, (unsigned char)value,
                                                           count, (CUstream)stream));
-  if (e == cudaSuccess) e = mark(loop, (CUstream)stream, out);
+  if (e == cudaSuccess) e = mark(&s, (CUstream)stream, out);
   return cudaev__sub_end(&s, e);
 }
 
 CUDAEV_EXPORT cudaError_t cudaev_malloc_async(cudaev_loop_t *loop, void **dev_ptr, size_t size,
                                               cudaStream_t stream, cudaev_future_t **out) {
   struct cudaev__sub s;
-  cudaError_t e = cudaev__sub_begin(&s, loop, out);
+  cudaError_t e = cudaev__sub_begin(&s, loop, (CUstream)stream, out);
   if (e != cudaSuccess) return cudaev__ret(e);
   if (dev_ptr == NULL) return cudaev__sub_end(&s, cudaErrorInvalidValue);
   CUdeviceptr d = 0;
   e = cudaev__error_from_cu(cudaev__drv.cuMemAllocAsync(&d, size, (CUstream)stream));
   if (e != cudaSuccess) return cudaev__sub_end(&s, e);
   *dev_ptr = (void *)d;
-  e = mark(loop, (CUstream)stream, out);
+  e = mark(&s, (CUstream)stream, out);
   /* The allocation stands even if the marker could not be enqueued. */
   return cudaev__sub_end(&s, e);
 }
@@ -113,10 +114,10 @@ CUDAEV_EXPORT cudaError_t cudaev_launch_kernel_async(cudaev_loop_t *loop, const 
                                                      size_t shmem, cudaStream_t stream,
                                                      cudaev_future_t **out) {
   struct cudaev__sub s;
-  cudaError_t e = cudaev__sub_begin(&s, loop, out);
+  cudaError_t e = cudaev__sub_begin(&s, loop, (CUstream)stream, out);
   if (e != cudaSuccess) return cudaev__ret(e);
   e = cudaLaunchKernel(func, grid, block, args, shmem, stream);
-  if (e == cudaSuccess) e = mark(loop, (CUstream)stream, out);
+  if (e == cudaSuccess) e = mark(&s, (CUstream)stream, out);
   return cudaev__sub_end(&s, e);
 }
 
@@ -125,22 +126,22 @@ CUDAEV_EXPORT cudaError_t cudaev_launch_cufunc_async(cudaev_loop_t *loop, struct
                                                      size_t shmem, cudaStream_t stream,
                                                      cudaev_future_t **out) {
   struct cudaev__sub s;
-  cudaError_t e = cudaev__sub_begin(&s, loop, out);
+  cudaError_t e = cudaev__sub_begin(&s, loop, (CUstream)stream, out);
   if (e != cudaSuccess) return cudaev__ret(e);
   if (func == NULL) return cudaev__sub_end(&s, cudaErrorInvalidResourceHandle);
   e = cudaev__error_from_cu(cudaev__drv.cuLaunchKernel(func, grid.x, grid.y, grid.z, block.x,
                                                        block.y, block.z, (unsigned)shmem,
                                                        (CUstream)stream, args, NULL));
-  if (e == cudaSuccess) e = mark(loop, (CUstream)stream, out);
+  if (e == cudaSuccess) e = mark(&s, (CUstream)stream, out);
   return cudaev__sub_end(&s, e);
 }
 
 CUDAEV_EXPORT cudaError_t cudaev_graph_launch_async(cudaev_loop_t *loop, cudaGraphExec_t exec,
                                                     cudaStream_t stream, cudaev_future_t **out) {
   struct cudaev__sub s;
-  cudaError_t e = cudaev__sub_begin(&s, loop, out);
+  cudaError_t e = cudaev__sub_begin(&s, loop, (CUstream)stream, out);
   if (e != cudaSuccess) return cudaev__ret(e);
   e = cudaGraphLaunch(exec, stream);
-  if (e == cudaSuccess) e = mark(loop, (CUstream)stream, out);
+  if (e == cudaSuccess) e = mark(&s, (CUstream)stream, out);
   return cudaev__sub_end(&s, e);
 }

@@ -213,6 +213,12 @@ struct cudaev__source_ops {
    * needs (the loop's CUDA context); returns whether leave must undo it. */
   bool (*enter)(struct cudaev_loop *loop);
   void (*leave)(struct cudaev_loop *loop, bool entered);
+  /* Around continuations of f that run outside the source's poll (f was
+   * completed off the loop thread, or they were added after it fired):
+   * makes current what they should see (a GPU future's own context);
+   * returns whether leave_future must undo it. */
+  bool (*enter_future)(struct cudaev_future *f);
+  void (*leave_future)(bool entered);
   /* Once per pass: completes what has finished. True if anything did. */
   bool (*poll)(struct cudaev_loop *loop);
   /* Once per pass, after every poll, with the pass's clock (cudaev__now_ns):

@@ -51,6 +51,7 @@ struct op {
 struct fstream {
   struct op *head, *tail;
   unsigned depth; /* operations pending */
+  CUcontext ctx;  /* current when it was created */
   struct fstream *next;
 };
 
@@ -165,11 +166,18 @@ static bool stream_idle(CUstream s) {
 
 static CUresult f_screate(CUstream *s, unsigned fl) {
   struct fstream *f = calloc(1, sizeof *f);
+  fake_ctx_get_current(&f->ctx);
   pthread_mutex_lock(&mu);
   f->next = streams;
   streams = f;
   pthread_mutex_unlock(&mu);
   *s = (CUstream)f;
+  return CUDA_SUCCESS;
+}
+static CUresult f_sgetctx(CUstream s, CUcontext *c, CUgreenCtx *green) {
+  (void)green;
+  if ((uintptr_t)s <= 2) return fake_ctx_get_current(c);
+  *c = ((struct fstream *)s)->ctx;
   return CUDA_SUCCESS;
 }
 static CUresult f_sdestroy(CUstream s) { return CUDA_SUCCESS; /* leaked: tests are short */ }
@@ -246,6 +254,7 @@ static void setup(void) {
   fake_driver_loop(&t);
   t.cuStreamCreate = f_screate;
   t.cuStreamDestroy = f_sdestroy;
+  t.cuStreamGetCtx = f_sgetctx;
   t.cuStreamQuery = f_squery;
   t.cuStreamSynchronize = f_ssync;
   t.cuCtxSynchronize = f_csync;
@@ -1186,6 +1195,134 @@ Test(loop_gpu_fake, stream_records_reused_across_streams) {
   cr_expect_leq(cudaev__gpu_tracks(loop), 64);
   cudaev_loop_destroy(loop);
   free(s);
+}
+
+/* ---- one loop, several contexts -------------------------------------------- */
+
+/* Context handles of the fake: A is the primary context the loop is made
+ * in (device 0), B "device 1"'s, C a second context on device 0. */
+#define CTX_B ((CUcontext)(uintptr_t)0x2000)
+#define CTX_C ((CUcontext)(uintptr_t)0x3000)
+
+struct ctx_rec {
+  CUcontext want;
+  _Atomic(CUcontext) seen;
+  atomic_int n;
+};
+static void ctx_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  struct ctx_rec *r = u;
+  CUcontext c = NULL;
+  fake_ctx_get_current(&c);
+  if (s != cudaSuccess) c = NULL;
+  atomic_store(&r->seen, c);
+  atomic_fetch_add(&r->n, 1);
+}
+
+static CUstream stream_in(CUcontext c) {
+  CUstream s;
+  fake_ctx_push(c);
+  f_screate(&s, 0);
+  fake_ctx_pop(NULL);
+  return s;
+}
+
+Test(loop_gpu_fake, one_loop_serves_two_devices_and_two_contexts_of_one) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUcontext a = NULL;
+  fake_ctx_get_current(&a);
+  cr_assert_not_null(a);
+  CUstream sa, sb = stream_in(CTX_B), sc = stream_in(CTX_C);
+  f_screate(&sa, 0);
+  CUstream by[3] = {sa, sb, sc};
+  CUcontext want[3] = {a, CTX_B, CTX_C};
+  enum { N = 900 };
+  static struct ctx_rec rec[N];
+  cudaev_future_t **f = calloc(N, sizeof *f);
+  for (int i = 0; i < N; i++) {
+    int k = i % 3;
+    rec[i].want = want[k];
+    atomic_store(&rec[i].seen, NULL);
+    atomic_store(&rec[i].n, 0);
+    if (i % 5 == 4) {
+      /* The NULL stream: the submitting thread's current context's. */
+      fake_ctx_push(want[k]);
+      cr_assert_eq(cudaev_stream_future(loop, NULL, &f[i]), cudaSuccess);
+      fake_ctx_pop(NULL);
+    } else {
+      cr_assert_eq(i % 2 ? cudaev_stream_future(loop, (cudaStream_t)by[k], &f[i])
+                         : kernel(loop, by[k], 1 + i % 40, &f[i]),
+                   cudaSuccess);
+    }
+    CUcontext now = NULL;
+    fake_ctx_get_current(&now);
+    cr_assert_eq(now, a, "a submission left another context current");
+    cr_assert_eq(cudaev_future_then(f[i], ctx_cb, &rec[i]), cudaSuccess);
+  }
+  cudaev_future_t *all;
+  cr_assert_eq(cudaev_when_all(loop, f, N, &all), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(all, 10 * SEC), cudaSuccess);
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < 5000 && atomic_load(&rec[i].n) == 0; j++) usleep(1000);
+  int wrong = 0, twice = 0;
+  for (int i = 0; i < N; i++) {
+    if (atomic_load(&rec[i].seen) != rec[i].want) wrong++;
+    if (atomic_load(&rec[i].n) != 1) twice++;
+  }
+  cr_expect_eq(wrong, 0, "%d continuations ran with another context current", wrong);
+  cr_expect_eq(twice, 0, "%d continuations did not run exactly once", twice);
+  /* Added after the future fired (a deferred continuation): its context too. */
+  struct ctx_rec late = {.want = CTX_B};
+  cr_assert_eq(cudaev_future_then(f[1], ctx_cb, &late), cudaSuccess);
+  for (int j = 0; j < 5000 && atomic_load(&late.n) == 0; j++) usleep(1000);
+  cr_expect_eq(atomic_load(&late.seen), CTX_B);
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_future_release(all);
+  for (int i = 0; i < 1000 && cudaev_loop_pending(loop) > 0; i++) usleep(1000);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+  free(f);
+}
+
+struct ctx_hf {
+  _Atomic(CUcontext) seen;
+};
+static cudaError_t ctx_host_fn(void *u) {
+  CUcontext c = NULL;
+  fake_ctx_get_current(&c);
+  atomic_store(&((struct ctx_hf *)u)->seen, c);
+  return cudaSuccess;
+}
+
+/* A host function and a waiter-completed future of a second context; and
+ * destroy with work of both pending fails all of it. */
+Test(loop_gpu_fake, second_context_host_function_wait_and_destroy) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream sc = stream_in(CTX_C);
+  struct ctx_hf h = {NULL};
+  cudaev_future_t *hf, *k1, *k, *w;
+  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)sc, ctx_host_fn, &h, &hf), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(hf, 5 * SEC), cudaSuccess);
+  cr_expect_eq(atomic_load(&h.seen), CTX_C);
+  cr_assert_eq(kernel(loop, sc, 2000, &k1), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(k1, 5 * SEC), cudaSuccess);
+  struct ctx_rec r = {.want = CTX_C};
+  cr_assert_eq(cudaev_future_then(k1, ctx_cb, &r), cudaSuccess);
+  for (int j = 0; j < 5000 && atomic_load(&r.n) == 0; j++) usleep(1000);
+  cr_expect_eq(atomic_load(&r.seen), CTX_C);
+  /* Pending on both at destroy. */
+  CUstream sa;
+  f_screate(&sa, 0);
+  cr_assert_eq(kernel(loop, sc, 300000, &k), cudaSuccess);
+  cr_assert_eq(kernel(loop, sa, 300000, &w), cudaSuccess);
+  cudaev_loop_destroy(loop);
+  cr_expect_eq(cudaev_future_result(k), CUDAEV_ERROR_LOOP_DESTROYED);
+  cr_expect_eq(cudaev_future_result(w), CUDAEV_ERROR_LOOP_DESTROYED);
+  cudaev_future_release(hf);
+  cudaev_future_release(k1);
+  cudaev_future_release(k);
+  cudaev_future_release(w);
 }
 
 /* exit(0) with the default loop running and GPU work pending on it,

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-GPU_SOURCE = ('gpu.c', 'gpu_marker.c', 'gpu_stream.c', 'gpu_poll.c', 'gpu_wake.c',
+GPU_SOURCE = ('gpu.c', 'gpu_ctx.c', 'gpu_marker.c', 'gpu_stream.c', 'gpu_poll.c', 'gpu_wake.c',
               'gpu_submit.c', 'hostfn.c')
 
 
