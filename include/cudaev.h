@@ -202,9 +202,33 @@ cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout_ns);
 /* Cancels a pending future: it completes now with CUDAEV_ERROR_CANCELLED
  * (waiters wake; continuations run on the loop thread with that status).
  * The GPU work is not stopped; its later completion is ignored. Returns 1
- * if this call cancelled it, 0 if it had already completed.
+ * if this call cancelled it, 0 if it had already completed. To learn when
+ * the GPU is done with the work's memory, use cudaev_future_done.
  * Thread: any. */
 int cudaev_future_cancel(cudaev_future_t *f);
+
+/* A future that completes when f's underlying work has really finished,
+ * whether or not f was cancelled: for a GPU future, once the GPU has
+ * passed f's marker (everything enqueued on its stream before it is done,
+ * so memory that work uses may be freed in a continuation of *out); for
+ * other futures, when f completes. Call it before or after cancelling,
+ * before or after f completes.
+ *
+ * *out's outcome: for a GPU future, cudaSuccess when the GPU passed the
+ * marker (f's own outcome instead when f was not cancelled and has one,
+ * e.g. a loop-thread host function's return value), or the context's
+ * sticky error (the context is dead: the GPU writes nothing more); when
+ * the loop is destroyed first, *out completes inside cudaev_loop_destroy,
+ * after its context synchronisation, with that synchronisation's outcome.
+ * For other futures, f's outcome. *out is a promise of f's loop: do not
+ * cudaev_promise_set it.
+ *
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL f or out) or
+ * cudaErrorMemoryAllocation (*out = NULL).
+ * Ownership: the caller gets one reference to *out (release it with
+ * cudaev_future_release); f stays owned by the caller (the request holds
+ * a reference of its own until *out completes). Thread: any. */
+cudaError_t cudaev_future_done(cudaev_future_t *f, cudaev_future_t **out);
 
 /* Adds a reference; returns f. Thread: any. */
 cudaev_future_t *cudaev_future_retain(cudaev_future_t *f);

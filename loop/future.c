@@ -384,6 +384,37 @@ CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout
   }
 }
 
+/* ---- when the work is done ---------------------------------------------- */
+
+static void done_cb(cudaev_future_t *f, cudaError_t status, void *user) {
+  (void)f;
+  cudaev_promise_set(user, status);
+  cudaev_future_release(user); /* the watcher's */
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_future_done(cudaev_future_t *f, cudaev_future_t **out) {
+  if (out != NULL) *out = NULL;
+  if (f == NULL || out == NULL || f->kind == CUDAEV__K_HOSTFN) return cudaErrorInvalidValue;
+  /* A promise the pending list does not hold: destroy fails promises
+   * before the GPU source has let the GPU finish, and g must not complete
+   * before that. The loop's reference is taken all the same (firing drops
+   * it). */
+  struct cudaev_future *g = cudaev__future_new(f->loop, CUDAEV__K_PROMISE);
+  if (g == NULL) return cudaErrorMemoryAllocation;
+  cudaev_future_retain(g); /* the loop's */
+  cudaev_future_retain(g); /* the watcher's */
+  const struct cudaev__source_ops *src = f->loop->src_of[f->kind];
+  cudaError_t e = src->done != NULL ? src->done(f, g) : cudaev_future_then(f, done_cb, g);
+  if (e != cudaSuccess) {
+    cudaev_future_release(g);
+    cudaev_future_release(g);
+    cudaev_future_release(g);
+    return e;
+  }
+  *out = g;
+  return cudaSuccess;
+}
+
 /* ---- promises ------------------------------------------------------------ */
 
 CUDAEV_EXPORT cudaError_t cudaev_promise_new(cudaev_loop_t *loop, cudaev_future_t **out) {

@@ -157,8 +157,11 @@ static void gpu_fini(struct cudaev_loop *loop) {
     /* Host functions not run are skipped (their gates open in finish()). */
     cudaev__gpu_fail_all(loop, g, CUDAEV_ERROR_LOOP_DESTROYED);
     /* The GPU may still be about to write our words: let it finish. */
-    if (had) cudaev__drv.cuCtxSynchronize(NULL);
+    cudaError_t synced = cudaSuccess;
+    if (had) synced = cudaev__error_from_cu(cudaev__drv.cuCtxSynchronize(NULL));
     cudaev__drv.cuStreamSynchronize(g->internal);
+    /* Now the GPU is done with what cudaev_future_done waits for. */
+    cudaev__gpu_done_fini(g, synced);
     cudaev__drv.cuStreamDestroy(g->internal);
     cudaev__gpu_pool_fini(g);
     cudaev__ctx_out(pushed);
@@ -196,6 +199,7 @@ const struct cudaev__source_ops cudaev__source_gpu = {
     .self_state = cudaev__gpu_self_state,
     .enter = cudaev__gpu_enter,
     .leave = cudaev__gpu_leave,
+    .done = cudaev__gpu_done,
     .enter_future = gpu_enter_future,
     .leave_future = gpu_leave_future,
     .poll = gpu_poll_all,

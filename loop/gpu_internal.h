@@ -18,6 +18,7 @@
  *   gpu_poll.c    a pass: prefetch, completion of runs, the watchdog
  *   gpu_wake.c    before sleeping: the adaptive spin, armed wakeups
  *   gpu_submit.c  cudaev_stream_future and the other submissions
+ *   gpu_done.c    cudaev_future_done of a GPU future: the watches
  *   hostfn.c      cudaev_host_func: loop-thread host functions
  *   notify.c      device notifications (not a future source) */
 #ifndef CUDAEV_GPU_INTERNAL_H
@@ -161,6 +162,10 @@ struct cudaev__gpu {
                          while work stayed queued (0: none seen yet) */
   uint64_t next_watchdog;
   uint32_t word_every;
+  /* cudaev_future_done's futures whose markers have not passed yet (loop
+   * thread only; few, searched linearly when one passes). */
+  struct cudaev__watch *watch;
+  uint32_t nwatch, cap_watch;
   struct cudaev__backlog slots[NSLOTS]; /* submitters and loop; atomics only */
   /* Index 0 only: the table of every context's state. Entries are
    * published (nall, release) before any future carries their index, and
@@ -168,6 +173,11 @@ struct cudaev__gpu {
   struct cudaev__gpu *_Atomic all[MAX_CTX];
   _Atomic uint32_t nall;
   pthread_mutex_t all_mu;
+};
+
+/* A cudaev_future_done waiting for f's marker: g completes when it passes. */
+struct cudaev__watch {
+  struct cudaev_future *f, *g;
 };
 
 /* The state of f's context (a GPU or HOSTFN future with its marker). */
@@ -405,6 +415,14 @@ void CUDA_CB cudaev__gpu_wake_fn(void *arg);
  * pass); the release drops one of the gate's references. */
 void cudaev__hgate_open(struct cudaev__hgate *hg);
 void cudaev__hgate_release(struct cudaev__hgate *hg);
+
+/* gpu_done.c. The source's done (any thread). Loop thread: done_fire
+ * completes the watch on f (popped, its marker passed, outcome st);
+ * done_fini (destroy, after the context's synchronisation) completes every
+ * watch left with st and frees the list. */
+cudaError_t cudaev__gpu_done(struct cudaev_future *f, struct cudaev_future *g);
+void cudaev__gpu_done_fire(struct cudaev__gpu *s, struct cudaev_future *f, cudaError_t st);
+void cudaev__gpu_done_fini(struct cudaev__gpu *s, cudaError_t st);
 
 /* gpu.c. Stream records alive (tracked streams plus at most 64 idle ones);
  * for tests. Thread: any (a relaxed snapshot). */

@@ -83,6 +83,11 @@ static void finish(struct cudaev__gpu *g, struct cudaev_future *f, struct recycl
   else
     recycle_word(g, rc, f->x.word);
   if (f->has_gate && !f->use_event) recycle_word(g, rc, f->gate);
+  /* After its continuations (one may have asked for done). Destroy: the
+   * GPU may still run it; its watch completes after the context's
+   * synchronisation (gpu_fini). */
+  f->passed = fail != CUDAEV_ERROR_LOOP_DESTROYED;
+  if (f->watched && f->passed) cudaev__gpu_done_fire(g, f, st);
   cudaev_future_release(f); /* the FIFO's reference */
 }
 

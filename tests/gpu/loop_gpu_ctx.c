@@ -13,14 +13,14 @@
 
 #include "../../bench/loop_common.h"
 
-#define CTX_DRIVER(X)          \
-  X(cuCtxCreate)               \
-  X(cuCtxDestroy)              \
-  X(cuCtxPushCurrent)          \
-  X(cuCtxPopCurrent)           \
-  X(cuDeviceGet)               \
-  X(cuDeviceGetCount)          \
-  X(cuDevicePrimaryCtxRetain)  \
+#define CTX_DRIVER(X)         \
+  X(cuCtxCreate)              \
+  X(cuCtxDestroy)             \
+  X(cuCtxPushCurrent)         \
+  X(cuCtxPopCurrent)          \
+  X(cuDeviceGet)              \
+  X(cuDeviceGetCount)         \
+  X(cuDevicePrimaryCtxRetain) \
   X(cuDevicePrimaryCtxRelease)
 
 #define CTX_DECL(n) static __typeof__(&n) c_##n;

@@ -1325,6 +1325,105 @@ Test(loop_gpu_fake, second_context_host_function_wait_and_destroy) {
   cudaev_future_release(w);
 }
 
+/* ---- cudaev_future_done: when the GPU is done with the memory ------------- */
+
+/* A "buffer" the GPU writes at the end of the work (after a long kernel);
+ * g's continuation frees it: the write must have happened before. */
+struct buf_watch {
+  volatile uint32_t *buf;
+  uint32_t seen; /* the buffer when g's continuation ran */
+  cudaError_t st;
+  atomic_int ran;
+};
+static void buf_free_cb(cudaev_future_t *g, cudaError_t st, void *u) {
+  struct buf_watch *w = u;
+  w->seen = __atomic_load_n(w->buf, __ATOMIC_ACQUIRE);
+  w->st = st;
+  atomic_store(&w->ran, 1);
+}
+
+/* On s: a kernel of `us`, then the GPU writes 1 to buf; a future behind
+ * both (an event marker when `backlog`: a future already outstanding). */
+static cudaev_future_t *write_after(cudaev_loop_t *loop, CUstream s, unsigned us, uint32_t *buf,
+                                    bool backlog, cudaev_future_t **first) {
+  cudaev_future_t *f;
+  *first = NULL;
+  if (backlog) cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, first), cudaSuccess);
+  f_launch((CUfunction)(uintptr_t)us, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+  f_write(s, (CUdeviceptr)buf, 1, 0);
+  cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &f), cudaSuccess);
+  return f;
+}
+
+static void cancel_then_done(bool backlog) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  uint32_t *buf = calloc(1, 4);
+  cudaev_future_t *first, *f = write_after(loop, s, 100000, buf, backlog, &first), *g;
+  cr_expect_eq(cudaev_future_cancel(f), 1);
+  cr_expect_eq(cudaev_future_result(f), CUDAEV_ERROR_CANCELLED);
+  cr_assert_eq(cudaev_future_done(f, &g), cudaSuccess);
+  struct buf_watch w = {.buf = buf};
+  cr_assert_eq(cudaev_future_then(g, buf_free_cb, &w), cudaSuccess);
+  usleep(20000);
+  cr_expect_eq(cudaev_future_ready(g), 0, "done before the GPU finished");
+  cr_expect_eq(cudaev_future_wait(g, 5 * SEC), cudaSuccess);
+  for (int i = 0; i < 5000 && !atomic_load(&w.ran); i++) usleep(1000);
+  cr_expect_eq(atomic_load(&w.ran), 1);
+  cr_expect_eq(w.seen, 1, "g completed before the GPU wrote the buffer");
+  cr_expect_eq(w.st, cudaSuccess);
+  /* Asked again after the marker passed: at once. */
+  cudaev_future_t *g2;
+  cr_assert_eq(cudaev_future_done(f, &g2), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(g2, 5 * SEC), cudaSuccess);
+  cudaev_future_release(g2);
+  cudaev_future_release(g);
+  cudaev_future_release(f);
+  cudaev_future_release(first);
+  for (int i = 0; i < 1000 && cudaev_loop_pending(loop) > 0; i++) usleep(1000);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+  free(buf);
+}
+
+Test(loop_gpu_fake, done_after_cancel_waits_for_the_gpu_word_marker) { cancel_then_done(false); }
+Test(loop_gpu_fake, done_after_cancel_waits_for_the_gpu_event_marker) { cancel_then_done(true); }
+
+/* Destroy with a cancelled future watched: g completes inside destroy,
+ * after the GPU wrote the buffer (the context synchronisation). A
+ * promise's done completes when the promise does. */
+Test(loop_gpu_fake, done_at_destroy_and_for_a_promise) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  uint32_t *buf = calloc(1, 4);
+  cudaev_future_t *first, *f = write_after(loop, s, 100000, buf, false, &first), *g, *p, *pg;
+  cr_expect_eq(cudaev_future_cancel(f), 1);
+  cr_assert_eq(cudaev_future_done(f, &g), cudaSuccess);
+  struct buf_watch w = {.buf = buf};
+  cr_assert_eq(cudaev_future_then(g, buf_free_cb, &w), cudaSuccess);
+  cr_assert_eq(cudaev_promise_new(loop, &p), cudaSuccess);
+  cr_assert_eq(cudaev_future_done(p, &pg), cudaSuccess);
+  cr_expect_eq(cudaev_promise_set(p, cudaErrorInvalidValue), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(pg, 5 * SEC), cudaErrorInvalidValue);
+  usleep(10000); /* the watch reaches the loop */
+  cudaev_loop_destroy(loop);
+  cr_expect_eq(atomic_load(&w.ran), 1);
+  cr_expect_eq(w.seen, 1, "g completed before the GPU wrote the buffer");
+  cr_expect_eq(cudaev_future_result(g), cudaSuccess);
+  cudaev_future_t *none;
+  cr_expect_eq(cudaev_future_done(NULL, &none), cudaErrorInvalidValue);
+  cr_expect_null(none);
+  cudaev_future_release(g);
+  cudaev_future_release(f);
+  cudaev_future_release(p);
+  cudaev_future_release(pg);
+  free(buf);
+}
+
 /* exit(0) with the default loop running and GPU work pending on it,
  * including a loop-thread host function whose gate is still closed behind
  * a 200 ms "kernel". The exit handler stops and joins the loop thread and

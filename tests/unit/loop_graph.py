@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 GPU_SOURCE = ('gpu.c', 'gpu_ctx.c', 'gpu_marker.c', 'gpu_stream.c', 'gpu_poll.c', 'gpu_wake.c',
-              'gpu_submit.c', 'hostfn.c')
+              'gpu_submit.c', 'gpu_done.c', 'hostfn.c')
 
 
 def read(nm, archive):
