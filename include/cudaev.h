@@ -317,7 +317,22 @@ cudaError_t cudaev_stream_future(cudaev_loop_t *loop, cudaStream_t stream, cudae
 cudaError_t cudaev_event_future(cudaev_loop_t *loop, cudaEvent_t event, cudaev_future_t **out);
 
 /* cudaMemcpyAsync (kind must be a valid cudaMemcpyKind; addresses are
- * resolved through unified addressing) + completion. */
+ * resolved through unified addressing) + completion.
+ *
+ * Pageable host memory (neither pinned, registered, managed nor device
+ * memory) never makes this call, or the loop thread, wait for the GPU
+ * (the driver would make such a copy synchronous): the copy goes through a
+ * pinned staging buffer (from the pinned pool, cudaHostAlloc Portable).
+ * Host to device: `src` is copied into the buffer inside this call (so it
+ * may be reused as soon as the call returns), then copied to the device
+ * asynchronously. Device to host: the device copies into the buffer; on
+ * the loop thread, once the GPU has passed it, the buffer is copied into
+ * `dst` and only then does the future complete, so `dst` holds the data
+ * when continuations run and waiters wake. Cancelling such a future before
+ * it completes means `dst` is never written. The buffer is freed once the
+ * GPU is done with it (also after a cancel). Pageable memory is detected
+ * with cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE), once per
+ * side per call; host-to-host and device-to-device copies are unchanged. */
 cudaError_t cudaev_memcpy_async(cudaev_loop_t *loop, void *dst, const void *src, size_t count,
                                 enum cudaMemcpyKind kind, cudaStream_t stream,
                                 cudaev_future_t **out);

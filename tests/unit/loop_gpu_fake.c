@@ -32,7 +32,7 @@
 
 /* ---- the fake GPU ------------------------------------------------------- */
 
-enum op_kind { OP_WRITE, OP_WAIT, OP_HOSTFN, OP_DELAY, OP_RECORD, OP_WAITEV };
+enum op_kind { OP_WRITE, OP_WAIT, OP_HOSTFN, OP_DELAY, OP_RECORD, OP_WAITEV, OP_COPY };
 struct fevent {
   atomic_int recorded; /* records enqueued */
   atomic_int reached;  /* records the GPU has passed */
@@ -46,6 +46,9 @@ struct op {
   unsigned delay_us;
   struct fevent *ev;
   int seq;
+  void *cdst; /* OP_COPY */
+  const void *csrc;
+  size_t n;
   struct op *next;
 };
 struct fstream {
@@ -133,6 +136,7 @@ static bool run_one(struct fstream *f) {
   case OP_WAITEV:
     if (atomic_load(&o->ev->reached) < o->seq) return false;
     break;
+  case OP_COPY: memcpy(o->cdst, o->csrc, o->n); break;
   }
   f->head = o->next;
   if (f->head == NULL) f->tail = NULL;
@@ -245,6 +249,32 @@ static CUresult f_edestroy(CUevent e) {
   free(e);
   return CUDA_SUCCESS;
 }
+/* Copies run on the "GPU"; host memory the test declares pageable is what
+ * cuPointerGetAttribute refuses, as the driver does. */
+static CUresult f_memcpy_async(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s) {
+  return push_op(
+      s, (struct op){.kind = OP_COPY, .cdst = (void *)d, .csrc = (const void *)src, .n = n});
+}
+static struct {
+  const char *lo;
+  size_t n;
+} pageable_ranges[4];
+static _Atomic int npageable;
+static void declare_pageable(const void *p, size_t n) {
+  int i = atomic_load(&npageable);
+  pageable_ranges[i].lo = p;
+  pageable_ranges[i].n = n;
+  atomic_store(&npageable, i + 1);
+}
+static CUresult f_ptr_attr(void *data, CUpointer_attribute a, CUdeviceptr p) {
+  for (int i = 0; i < atomic_load(&npageable); i++)
+    if ((const char *)p >= pageable_ranges[i].lo &&
+        (const char *)p < pageable_ranges[i].lo + pageable_ranges[i].n)
+      return CUDA_ERROR_INVALID_VALUE;
+  if (a != CU_POINTER_ATTRIBUTE_MEMORY_TYPE) return CUDA_ERROR_INVALID_VALUE;
+  *(unsigned *)data = CU_MEMORYTYPE_DEVICE;
+  return CUDA_SUCCESS;
+}
 static CUresult f_swaitev(CUstream s, CUevent e, unsigned fl) {
   return push_op(s, (struct op){.kind = OP_WAITEV, .ev = (struct fevent *)e});
 }
@@ -268,6 +298,8 @@ static void setup(void) {
   t.cuEventDestroy = f_edestroy;
   t.cuStreamWaitEvent = f_swaitev;
   t.cuGraphLaunch = f_glaunch;
+  t.cuMemcpyAsync = f_memcpy_async;
+  t.cuPointerGetAttribute = f_ptr_attr;
   cudaev__driver_install(&t, 13000);
   atomic_store(&gpu_run, 1);
   pthread_create(&gpu_th, NULL, gpu_main, NULL);
@@ -1422,6 +1454,82 @@ Test(loop_gpu_fake, done_at_destroy_and_for_a_promise) {
   cudaev_future_release(p);
   cudaev_future_release(pg);
   free(buf);
+}
+
+/* ---- copies with pageable host memory go through pinned staging ---------- */
+
+struct copy_seen {
+  const uint8_t *dst;
+  uint8_t first; /* dst[0] when the continuation ran */
+  atomic_int ran;
+};
+static void copy_cb(cudaev_future_t *f, cudaError_t st, void *u) {
+  struct copy_seen *c = u;
+  c->first = st == cudaSuccess ? c->dst[0] : 0;
+  atomic_store(&c->ran, 1);
+}
+
+Test(loop_gpu_fake, pageable_copies_are_staged_and_never_block) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  enum { N = 1 << 16 };
+  uint8_t *host = malloc(N), *back = calloc(1, N), *dev = calloc(1, N);
+  declare_pageable(host, N);
+  declare_pageable(back, N);
+  memset(host, 0x5a, N);
+  /* H2D behind a 100 ms kernel: the call returns at once, and the source
+   * may be reused at once (it was copied on this thread). */
+  cudaev_future_t *k, *h2d, *d2h;
+  cr_assert_eq(kernel(loop, s, 100000, &k), cudaSuccess);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cr_assert_eq(
+      cudaev_memcpy_async(loop, dev, host, N, cudaMemcpyHostToDevice, (cudaStream_t)s, &h2d),
+      cudaSuccess);
+  memset(host, 0, N);
+  cr_assert_eq(cudaev_memcpy_async(loop, back, dev, N, cudaMemcpyDefault, (cudaStream_t)s, &d2h),
+               cudaSuccess);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  cr_expect_lt((t1.tv_sec - t0.tv_sec) * SEC + (t1.tv_nsec - t0.tv_nsec), 50000000,
+               "a pageable copy blocked the caller");
+  cr_expect_eq(cudaev_future_ready(d2h), 0);
+  struct copy_seen c = {.dst = back};
+  cr_assert_eq(cudaev_future_then(d2h, copy_cb, &c), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(d2h, 5 * SEC), cudaSuccess);
+  /* The future completed after the user's memory was written. */
+  cr_expect_eq(back[0], 0x5a);
+  cr_expect_eq(back[N - 1], 0x5a);
+  cr_expect_eq(dev[N / 2], 0x5a);
+  cr_expect_eq(cudaev_future_wait(h2d, 5 * SEC), cudaSuccess);
+  for (int i = 0; i < 5000 && !atomic_load(&c.ran); i++) usleep(1000);
+  cr_expect_eq(c.first, 0x5a);
+  /* A cancelled D2H never writes the user's memory. */
+  memset(back, 0, N);
+  cudaev_future_t *k2, *d2, *g;
+  cr_assert_eq(kernel(loop, s, 50000, &k2), cudaSuccess);
+  cr_assert_eq(
+      cudaev_memcpy_async(loop, back, dev, N, cudaMemcpyDeviceToHost, (cudaStream_t)s, &d2),
+      cudaSuccess);
+  cr_expect_eq(cudaev_future_cancel(d2), 1);
+  cr_assert_eq(cudaev_future_done(d2, &g), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(k2, 5 * SEC), cudaSuccess);
+  cr_expect_eq(f_ssync(s), CUDA_SUCCESS);
+  usleep(20000);
+  cr_expect_eq(back[0], 0, "a cancelled copy wrote the user's memory");
+  cudaev_future_release(g);
+  cudaev_future_release(k2);
+  cudaev_future_release(d2);
+  cudaev_future_release(k);
+  cudaev_future_release(h2d);
+  cudaev_future_release(d2h);
+  for (int i = 0; i < 1000 && cudaev_loop_pending(loop) > 0; i++) usleep(1000);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+  free(host);
+  free(back);
+  free(dev);
 }
 
 /* exit(0) with the default loop running and GPU work pending on it,
