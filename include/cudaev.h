@@ -69,6 +69,10 @@ typedef struct cudaev_notify cudaev_notify_t;
 
 /* A continuation: runs once on the loop thread with the future's outcome. */
 typedef void (*cudaev_future_cb)(cudaev_future_t *f, cudaError_t status, void *user);
+/* A chained continuation (cudaev_future_then_chain): runs once on the loop
+ * thread with the future's outcome and returns the next future (with a
+ * reference it hands over), or NULL to end the chain with `status`. */
+typedef cudaev_future_t *(*cudaev_chain_fn)(cudaev_future_t *f, cudaError_t status, void *user);
 /* Destructor of user data. */
 typedef void (*cudaev_dtor)(void *user);
 /* A loop-thread host function (cudaev_host_func). May call CUDA. */
@@ -182,6 +186,25 @@ size_t cudaev_loop_pending(cudaev_loop_t *loop);
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL f or cb) or
  * cudaErrorMemoryAllocation. Thread: any. */
 cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_cb cb, void *user);
+
+/* Chains a continuation that returns a future, flattening the result (as
+ * a JavaScript promise's then does): when f completes, fn(f, status, user)
+ * runs once on the loop thread (as cudaev_future_then's cb). If it returns
+ * NULL, *out completes with `status`; if it returns a future, *out
+ * completes with that future's outcome when it completes (a future of any
+ * loop; fn hands over one reference to it, e.g. the `out` of a cudaev_*
+ * submission made inside fn). Chains nest: fn may return the *out of
+ * another then_chain. *out is a promise of f's loop: do not
+ * cudaev_promise_set it; destroying the loop first completes it with
+ * CUDAEV_ERROR_LOOP_DESTROYED.
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL f, fn or out) or
+ * cudaErrorMemoryAllocation (*out = NULL; fn will not run). If the
+ * continuation cannot be added to the returned future (out of memory),
+ * *out completes with cudaErrorMemoryAllocation.
+ * Ownership: the caller gets one reference to *out; f stays the caller's.
+ * Thread: any. */
+cudaError_t cudaev_future_then_chain(cudaev_future_t *f, cudaev_chain_fn fn, void *user,
+                                     cudaev_future_t **out);
 
 /* 1 when the future has completed (its outcome is known), else 0. Never
  * blocks, drives nothing. Thread: any. */
@@ -351,6 +374,15 @@ cudaError_t cudaev_malloc_async(cudaev_loop_t *loop, void **dev_ptr, size_t size
 cudaError_t cudaev_launch_kernel_async(cudaev_loop_t *loop, const void *func, dim3 grid, dim3 block,
                                        void **args, size_t shmem, cudaStream_t stream,
                                        cudaev_future_t **out);
+
+/* cudaLaunchKernelExC (func: a registered host stub or a cudaKernel_t;
+ * cfg: grid, block, dynamic shared memory, stream and launch attributes,
+ * e.g. cluster dimensions, priority, cooperative) + completion on
+ * cfg->stream. cfg and its attributes are read during the call only.
+ * Returns cudaErrorInvalidValue for a NULL cfg, else as
+ * cudaLaunchKernelExC. */
+cudaError_t cudaev_launch_ex_async(cudaev_loop_t *loop, const cudaLaunchConfig_t *cfg,
+                                   const void *func, void **args, cudaev_future_t **out);
 
 /* cuLaunchKernel of a driver CUfunction + completion. */
 cudaError_t cudaev_launch_cufunc_async(cudaev_loop_t *loop, struct CUfunc_st *func, dim3 grid,

@@ -238,6 +238,18 @@ CUDAEV_EXPORT cudaError_t cudaev_launch_kernel_async(cudaev_loop_t *loop, const 
   return cudaev__sub_end(&s, e);
 }
 
+CUDAEV_EXPORT cudaError_t cudaev_launch_ex_async(cudaev_loop_t *loop, const cudaLaunchConfig_t *cfg,
+                                                 const void *func, void **args,
+                                                 cudaev_future_t **out) {
+  struct cudaev__sub s;
+  cudaError_t e = cudaev__sub_begin(&s, loop, cfg != NULL ? (CUstream)cfg->stream : NULL, out);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  if (cfg == NULL) return cudaev__sub_end(&s, cudaErrorInvalidValue);
+  e = cudaLaunchKernelExC(cfg, func, args);
+  if (e == cudaSuccess) e = mark(&s, (CUstream)cfg->stream, out);
+  return cudaev__sub_end(&s, e);
+}
+
 CUDAEV_EXPORT cudaError_t cudaev_launch_cufunc_async(cudaev_loop_t *loop, struct CUfunc_st *func,
                                                      dim3 grid, dim3 block, void **args,
                                                      size_t shmem, cudaStream_t stream,

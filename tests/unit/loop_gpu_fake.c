@@ -1532,6 +1532,17 @@ Test(loop_gpu_fake, pageable_copies_are_staged_and_never_block) {
   free(dev);
 }
 
+Test(loop_gpu_fake, launch_ex_async_needs_a_config) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *f = (cudaev_future_t *)1;
+  cr_expect_eq(cudaev_launch_ex_async(loop, NULL, NULL, NULL, &f), cudaErrorInvalidValue);
+  cr_expect_null(f);
+  cudaLaunchConfig_t cfg = {.gridDim = {1, 1, 1}, .blockDim = {1, 1, 1}};
+  cr_expect_eq(cudaev_launch_ex_async(NULL, &cfg, NULL, NULL, &f), cudaErrorInvalidValue);
+  cudaev_loop_destroy(loop);
+}
+
 /* exit(0) with the default loop running and GPU work pending on it,
  * including a loop-thread host function whose gate is still closed behind
  * a 200 ms "kernel". The exit handler stops and joins the loop thread and
