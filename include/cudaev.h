@@ -351,7 +351,9 @@ cudaError_t cudaev_event_future(cudaev_loop_t *loop, cudaEvent_t event, cudaev_f
  * asynchronously. Device to host: the device copies into the buffer; on
  * the loop thread, once the GPU has passed it, the buffer is copied into
  * `dst` and only then does the future complete, so `dst` holds the data
- * when continuations run and waiters wake. Cancelling such a future before
+ * when continuations run and waiters wake (so such a future completes only
+ * while the loop runs: a waiter does not complete it by itself). Cancelling
+ * such a future before
  * it completes means `dst` is never written. The buffer is freed once the
  * GPU is done with it (also after a cancel). Pageable memory is detected
  * with cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE), once per
