@@ -69,6 +69,10 @@ typedef struct cudaev_notify cudaev_notify_t;
 
 /* A continuation: runs once on the loop thread with the future's outcome. */
 typedef void (*cudaev_future_cb)(cudaev_future_t *f, cudaError_t status, void *user);
+/* A chained continuation (cudaev_future_then_chain): runs once on the loop
+ * thread with the future's outcome and returns the next future (with a
+ * reference it hands over), or NULL to end the chain with `status`. */
+typedef cudaev_future_t *(*cudaev_chain_fn)(cudaev_future_t *f, cudaError_t status, void *user);
 /* Destructor of user data. */
 typedef void (*cudaev_dtor)(void *user);
 /* A loop-thread host function (cudaev_host_func). May call CUDA. */
@@ -94,10 +98,14 @@ typedef void (*cudaev_notify_cb)(cudaev_notify_t *n, const void *info, void *use
  *  cudaev_loop_new_thread:  the library waits on its own thread (ppoll on
  *                           the wakeup fd; no libev needed).
  *
- * A loop serves the CUDA context that is current on the creating thread (a
- * device's primary context is made current as the runtime does when none
- * is). If the runtime cannot start (no driver, no device), the loop still
- * works for promises and combinators, and GPU sources return that error.
+ * A loop serves every CUDA context of the process, on every device: one
+ * loop thread is enough for a server with several GPUs. It starts with the
+ * context current on the creating thread (a device's primary context is
+ * made current as the runtime does when none is), the loop's context, and
+ * takes on another context the first time work of it is submitted (see the
+ * GPU completion sources below; at most 64 contexts per loop). If the
+ * runtime cannot start (no driver, no device), the loop still works for
+ * promises and combinators, and GPU sources return that error.
  *
  * libev: libcudart.so.13 does not link libev (it loads wherever NVIDIA's
  * loads). cudaev_loop_new_ev binds, once per process, to the libev that
@@ -179,6 +187,25 @@ size_t cudaev_loop_pending(cudaev_loop_t *loop);
  * cudaErrorMemoryAllocation. Thread: any. */
 cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_cb cb, void *user);
 
+/* Chains a continuation that returns a future, flattening the result (as
+ * a JavaScript promise's then does): when f completes, fn(f, status, user)
+ * runs once on the loop thread (as cudaev_future_then's cb). If it returns
+ * NULL, *out completes with `status`; if it returns a future, *out
+ * completes with that future's outcome when it completes (a future of any
+ * loop; fn hands over one reference to it, e.g. the `out` of a cudaev_*
+ * submission made inside fn). Chains nest: fn may return the *out of
+ * another then_chain. *out is a promise of f's loop: do not
+ * cudaev_promise_set it; destroying the loop first completes it with
+ * CUDAEV_ERROR_LOOP_DESTROYED.
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL f, fn or out) or
+ * cudaErrorMemoryAllocation (*out = NULL; fn will not run). If the
+ * continuation cannot be added to the returned future (out of memory),
+ * *out completes with cudaErrorMemoryAllocation.
+ * Ownership: the caller gets one reference to *out; f stays the caller's.
+ * Thread: any. */
+cudaError_t cudaev_future_then_chain(cudaev_future_t *f, cudaev_chain_fn fn, void *user,
+                                     cudaev_future_t **out);
+
 /* 1 when the future has completed (its outcome is known), else 0. Never
  * blocks, drives nothing. Thread: any. */
 int cudaev_future_ready(const cudaev_future_t *f);
@@ -198,9 +225,33 @@ cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout_ns);
 /* Cancels a pending future: it completes now with CUDAEV_ERROR_CANCELLED
  * (waiters wake; continuations run on the loop thread with that status).
  * The GPU work is not stopped; its later completion is ignored. Returns 1
- * if this call cancelled it, 0 if it had already completed.
+ * if this call cancelled it, 0 if it had already completed. To learn when
+ * the GPU is done with the work's memory, use cudaev_future_done.
  * Thread: any. */
 int cudaev_future_cancel(cudaev_future_t *f);
+
+/* A future that completes when f's underlying work has really finished,
+ * whether or not f was cancelled: for a GPU future, once the GPU has
+ * passed f's marker (everything enqueued on its stream before it is done,
+ * so memory that work uses may be freed in a continuation of *out); for
+ * other futures, when f completes. Call it before or after cancelling,
+ * before or after f completes.
+ *
+ * *out's outcome: for a GPU future, cudaSuccess when the GPU passed the
+ * marker (f's own outcome instead when f was not cancelled and has one,
+ * e.g. a loop-thread host function's return value), or the context's
+ * sticky error (the context is dead: the GPU writes nothing more); when
+ * the loop is destroyed first, *out completes inside cudaev_loop_destroy,
+ * after its context synchronisation, with that synchronisation's outcome.
+ * For other futures, f's outcome. *out is a promise of f's loop: do not
+ * cudaev_promise_set it.
+ *
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL f or out) or
+ * cudaErrorMemoryAllocation (*out = NULL).
+ * Ownership: the caller gets one reference to *out (release it with
+ * cudaev_future_release); f stays owned by the caller (the request holds
+ * a reference of its own until *out completes). Thread: any. */
+cudaError_t cudaev_future_done(cudaev_future_t *f, cudaev_future_t **out);
 
 /* Adds a reference; returns f. Thread: any. */
 cudaev_future_t *cudaev_future_retain(cudaev_future_t *f);
@@ -253,10 +304,19 @@ size_t cudaev_when_any_index(const cudaev_future_t *f);
 /* ---- GPU completion sources ---------------------------------------------- */
 /* Each enqueues its work on `stream`, then a completion marker, and returns
  * a future for the marker: it completes when everything enqueued on the
- * stream before it has finished. The stream must belong to the loop's
- * context and must not be destroyed while its futures are pending. A
- * context error (e.g. a kernel faulting) completes every pending GPU future
- * of the loop with that error within about 250 ms. When submission fails no
+ * stream before it has finished. The stream must not be destroyed while
+ * its futures are pending.
+ *
+ * Contexts: the work goes to the stream's own context; for the NULL stream
+ * (and cudaStreamLegacy, cudaStreamPerThread) to the context current on
+ * the calling thread, or the loop's context when none is. That context is
+ * current during the call (the async variants enqueue in it) and when the
+ * future's continuations run, as it is for a loop-thread host function;
+ * other continuations (promises, combinators) run with the loop's context
+ * current. The first submission of a context costs that context a stream
+ * and a chunk of pinned memory, kept until the loop is destroyed. A context
+ * error (e.g. a kernel faulting) completes every pending GPU future of that
+ * context with that error within about 250 ms. When submission fails no
  * future is returned (*out = NULL) and the error is returned (and recorded
  * as cudart's last error, as the corresponding cudaXxx would).
  *
@@ -275,11 +335,29 @@ size_t cudaev_when_any_index(const cudaev_future_t *f);
 cudaError_t cudaev_stream_future(cudaev_loop_t *loop, cudaStream_t stream, cudaev_future_t **out);
 
 /* The work captured by the most recent cudaEventRecord of `event` (at the
- * time of this call). Uses the loop's internal stream. */
+ * time of this call). Uses an internal stream of the context current on
+ * the calling thread (the loop's when none is). */
 cudaError_t cudaev_event_future(cudaev_loop_t *loop, cudaEvent_t event, cudaev_future_t **out);
 
 /* cudaMemcpyAsync (kind must be a valid cudaMemcpyKind; addresses are
- * resolved through unified addressing) + completion. */
+ * resolved through unified addressing) + completion.
+ *
+ * Pageable host memory (neither pinned, registered, managed nor device
+ * memory) never makes this call, or the loop thread, wait for the GPU
+ * (the driver would make such a copy synchronous): the copy goes through a
+ * pinned staging buffer (from the pinned pool, cudaHostAlloc Portable).
+ * Host to device: `src` is copied into the buffer inside this call (so it
+ * may be reused as soon as the call returns), then copied to the device
+ * asynchronously. Device to host: the device copies into the buffer; on
+ * the loop thread, once the GPU has passed it, the buffer is copied into
+ * `dst` and only then does the future complete, so `dst` holds the data
+ * when continuations run and waiters wake (so such a future completes only
+ * while the loop runs: a waiter does not complete it by itself). Cancelling
+ * such a future before
+ * it completes means `dst` is never written. The buffer is freed once the
+ * GPU is done with it (also after a cancel). Pageable memory is detected
+ * with cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE), once per
+ * side per call; host-to-host and device-to-device copies are unchanged. */
 cudaError_t cudaev_memcpy_async(cudaev_loop_t *loop, void *dst, const void *src, size_t count,
                                 enum cudaMemcpyKind kind, cudaStream_t stream,
                                 cudaev_future_t **out);
@@ -299,6 +377,15 @@ cudaError_t cudaev_launch_kernel_async(cudaev_loop_t *loop, const void *func, di
                                        void **args, size_t shmem, cudaStream_t stream,
                                        cudaev_future_t **out);
 
+/* cudaLaunchKernelExC (func: a registered host stub or a cudaKernel_t;
+ * cfg: grid, block, dynamic shared memory, stream and launch attributes,
+ * e.g. cluster dimensions, priority, cooperative) + completion on
+ * cfg->stream. cfg and its attributes are read during the call only.
+ * Returns cudaErrorInvalidValue for a NULL cfg, else as
+ * cudaLaunchKernelExC. */
+cudaError_t cudaev_launch_ex_async(cudaev_loop_t *loop, const cudaLaunchConfig_t *cfg,
+                                   const void *func, void **args, cudaev_future_t **out);
+
 /* cuLaunchKernel of a driver CUfunction + completion. */
 cudaError_t cudaev_launch_cufunc_async(cudaev_loop_t *loop, struct CUfunc_st *func, dim3 grid,
                                        dim3 block, void **args, size_t shmem, cudaStream_t stream,
@@ -310,7 +397,7 @@ cudaError_t cudaev_graph_launch_async(cudaev_loop_t *loop, cudaGraphExec_t exec,
                                       cudaStream_t stream, cudaev_future_t **out);
 
 /* Loop-thread host function. When the stream reaches this point, fn(user)
- * runs on the loop thread, with the loop's context current. Work enqueued on
+ * runs on the loop thread, with the stream's context current. Work enqueued on
  * `stream` after this call starts only after fn returned. The future
  * completes once the stream has passed that point; its outcome is fn's
  * return value (or a context error, or CUDAEV_ERROR_LOOP_DESTROYED if the

@@ -249,6 +249,16 @@ static void cont_add(struct cudaev_loop *loop, struct cudaev__cont *c) {
   }
 }
 
+/* A continuation run outside its source's poll sees what the source makes
+ * current for it (a GPU future's context). */
+static bool src_enter(struct cudaev_future *f) {
+  const struct cudaev__source_ops *src = f->loop->src_of[f->kind];
+  return src->enter_future != NULL && src->enter_future(f);
+}
+static void src_leave(struct cudaev_future *f, bool entered) {
+  if (entered) f->loop->src_of[f->kind]->leave_future(true);
+}
+
 bool cudaev__run_deferred(struct cudaev_loop *loop) {
   /* Only what was queued before this pass: a continuation that adds
    * another one to a completed future does not starve the loop. */
@@ -257,7 +267,9 @@ bool cudaev__run_deferred(struct cudaev_loop *loop) {
   while (c != NULL) {
     struct cudaev__cont *n = c->next;
     struct cudaev_future *f = c->f;
+    bool entered = src_enter(f);
     c->cb(f, f->result, c->user);
+    src_leave(f, entered);
     cudaev__free(c, sizeof *c);
     cudaev_future_release(f);
     c = n;
@@ -274,7 +286,11 @@ void cudaev__future_msg(struct cudaev_loop *loop, struct cudaev__msg *m) {
   uint32_t bits = atomic_fetch_and_explicit(&f->msg_bits, ~CUDAEV__MB_MSG, memory_order_acq_rel) &
                   CUDAEV__MB_MSG;
   if (bits & CUDAEV__MB_SUBMIT) register_now(loop, f);
-  if (bits & CUDAEV__MB_FIRE) cudaev__future_fire(f);
+  if (bits & CUDAEV__MB_FIRE) {
+    bool entered = src_enter(f);
+    cudaev__future_fire(f);
+    src_leave(f, entered);
+  }
   cudaev_future_release(f); /* the message's reference */
 }
 
@@ -366,6 +382,37 @@ CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout
     struct timespec ts = {(time_t)(slice / 1000000000u), (long)(slice % 1000000000u)};
     syscall(SYS_futex, (uint32_t *)&f->state, FUTEX_WAIT_PRIVATE, s, &ts, NULL, 0);
   }
+}
+
+/* ---- when the work is done ---------------------------------------------- */
+
+static void done_cb(cudaev_future_t *f, cudaError_t status, void *user) {
+  (void)f;
+  cudaev_promise_set(user, status);
+  cudaev_future_release(user); /* the watcher's */
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_future_done(cudaev_future_t *f, cudaev_future_t **out) {
+  if (out != NULL) *out = NULL;
+  if (f == NULL || out == NULL || f->kind == CUDAEV__K_HOSTFN) return cudaErrorInvalidValue;
+  /* A promise the pending list does not hold: destroy fails promises
+   * before the GPU source has let the GPU finish, and g must not complete
+   * before that. The loop's reference is taken all the same (firing drops
+   * it). */
+  struct cudaev_future *g = cudaev__future_new(f->loop, CUDAEV__K_PROMISE);
+  if (g == NULL) return cudaErrorMemoryAllocation;
+  cudaev_future_retain(g); /* the loop's */
+  cudaev_future_retain(g); /* the watcher's */
+  const struct cudaev__source_ops *src = f->loop->src_of[f->kind];
+  cudaError_t e = src->done != NULL ? src->done(f, g) : cudaev_future_then(f, done_cb, g);
+  if (e != cudaSuccess) {
+    cudaev_future_release(g);
+    cudaev_future_release(g);
+    cudaev_future_release(g);
+    return e;
+  }
+  *out = g;
+  return cudaSuccess;
 }
 
 /* ---- promises ------------------------------------------------------------ */

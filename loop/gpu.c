@@ -49,89 +49,140 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WORD_EVERY \
-  16u /* on a backlogged stream: a word every 16th
-                          (CUDAEV_LOOP_WORD_EVERY overrides, 1..1024) */
-
-/* Binds the loop to the calling thread's context and creates the GPU
- * resources. Returns the error that makes the source unavailable. */
+/* Binds the loop to the calling thread's context (its first state) and
+ * creates the GPU resources. Returns the error that makes the source
+ * unavailable. */
 static cudaError_t gpu_init(struct cudaev_loop *loop) {
   cudaError_t e = cudaev__ctx();
   if (e != cudaSuccess) return e;
-  struct cudaev__gpu *g = cudaev__alloc(sizeof *g);
-  if (g == NULL) return cudaErrorMemoryAllocation;
-  memset(g, 0, sizeof *g);
-  pthread_mutex_init(&g->mu, NULL);
-  atomic_init(&g->tag_gen, 0);
-  g->ewma_ns = 10000;
-  CUresult r = cudaev__drv.cuCtxGetCurrent(&g->ctx);
-  if (r == CUDA_SUCCESS) r = cudaev__drv.cuStreamCreate(&g->internal, CU_STREAM_NON_BLOCKING);
-  if (r != CUDA_SUCCESS) {
-    pthread_mutex_destroy(&g->mu);
-    cudaev__free(g, sizeof *g);
-    return cudaev__error_from_cu(r);
-  }
-  g->word_every = WORD_EVERY;
-  const char *we = getenv("CUDAEV_LOOP_WORD_EVERY");
-  if (we != NULL && atoi(we) >= 1 && atoi(we) <= 1024) g->word_every = (uint32_t)atoi(we);
-  const char *env = getenv("CUDAEV_LOOP_EVENTS");
-  g->use_events = env != NULL && env[0] == '1';
-  if (!g->use_events) {
-    /* Probe stream memory operations once; the probe word stays reserved. */
-    uint32_t w;
-    e = cudaev__gpu_word_get(g, &w);
-    if (e == cudaSuccess) {
-      r = cudaev__drv.cuStreamWriteValue32(g->internal, word_dev(g, w), 1, 0);
-      if (r == CUDA_ERROR_NOT_SUPPORTED) g->use_events = 1;
-    } else {
-      g->use_events = 1; /* no mapped pinned memory: events still work */
-    }
-  }
+  CUcontext c = NULL;
+  e = cudaev__error_from_cu(cudaev__drv.cuCtxGetCurrent(&c));
+  struct cudaev__gpu *g = NULL;
+  if (e == cudaSuccess) e = cudaev__gpu_new(c, 0, &g);
+  if (e != cudaSuccess) return e;
+  pthread_mutex_init(&g->all_mu, NULL);
+  atomic_init(&g->all[0], g);
+  atomic_init(&g->nall, 1);
   loop->gpu = g;
   return cudaSuccess;
 }
 
+/* The number of states, and the i-th (loop thread, or any thread for a
+ * snapshot). */
+static uint32_t nall(const struct cudaev_loop *loop) {
+  return atomic_load_explicit(&loop->gpu->nall, memory_order_acquire);
+}
+static struct cudaev__gpu *state(const struct cudaev_loop *loop, uint32_t i) {
+  return atomic_load_explicit(&loop->gpu->all[i], memory_order_relaxed);
+}
+
 size_t cudaev__gpu_tracks(struct cudaev_loop *loop) {
-  return loop->gpu ? atomic_load_explicit(&loop->gpu->ntracks, memory_order_relaxed) : 0;
+  if (loop->gpu == NULL) return 0;
+  size_t n = 0;
+  for (uint32_t i = 0; i < nall(loop); i++)
+    n += atomic_load_explicit(&state(loop, i)->ntracks, memory_order_relaxed);
+  return n;
 }
 
 /* The source's abandon (process exit): opens the gates of the loop-thread
  * host functions in the stream FIFOs without running them. */
 static void gpu_open_gates(struct cudaev_loop *loop) {
-  struct cudaev__gpu *g = loop->gpu;
-  for (uint32_t i = 0; i < g->nbusy; i++)
-    for (uint32_t j = 0; j < g->busy[i]->rlen; j++) {
-      struct cudaev_future *f = ent(g->busy[i], j);
-      if (f->kind != CUDAEV__K_HOSTFN) continue;
-      if (f->use_event)
-        cudaev__hgate_open(f->aux.hg); /* its reference stays: the process is ending */
-      else
-        __atomic_store_n(word_ptr(g, f->gate), f->tag, __ATOMIC_RELEASE);
-    }
+  for (uint32_t k = 0; k < nall(loop); k++) {
+    struct cudaev__gpu *g = state(loop, k);
+    for (uint32_t i = 0; i < g->nbusy; i++)
+      for (uint32_t j = 0; j < g->busy[i]->rlen; j++) {
+        struct cudaev_future *f = ent(g->busy[i], j);
+        if (f->kind != CUDAEV__K_HOSTFN) continue;
+        if (f->use_event)
+          cudaev__hgate_open(f->aux.hg); /* its reference stays: the process is ending */
+        else
+          __atomic_store_n(word_ptr(g, f->gate), f->tag, __ATOMIC_RELEASE);
+      }
+  }
 }
 
 /* Also after fini (the loop still counts what its sources hold). */
 static size_t gpu_pending(struct cudaev_loop *loop) {
-  return loop->gpu != NULL ? loop->gpu->ntracked : 0;
+  if (loop->gpu == NULL) return 0;
+  size_t n = 0;
+  for (uint32_t i = 0; i < nall(loop); i++) n += state(loop, i)->ntracked;
+  return n;
+}
+
+/* A pass over every context's streams; the others' contexts are made
+ * current around theirs (the pass entered the loop's), so that the
+ * continuations run inline see the context their work ran in. */
+static bool gpu_poll_all(struct cudaev_loop *loop) {
+  bool any = cudaev__gpu_poll(loop, loop->gpu);
+  for (uint32_t i = 1; i < nall(loop); i++) {
+    struct cudaev__gpu *g = state(loop, i);
+    if (g->nbusy == 0) continue;
+    bool pushed = cudaev__ctx_in(g->ctx);
+    any |= cudaev__gpu_poll(loop, g);
+    cudaev__ctx_out(pushed);
+  }
+  return any;
+}
+
+static void gpu_tick_all(struct cudaev_loop *loop, uint64_t now) {
+  cudaev__gpu_watchdog(loop, loop->gpu, now);
+  for (uint32_t i = 1; i < nall(loop); i++) {
+    struct cudaev__gpu *g = state(loop, i);
+    if (g->nbusy == 0 || now < g->next_watchdog) continue;
+    bool pushed = cudaev__ctx_in(g->ctx);
+    cudaev__gpu_watchdog(loop, g, now);
+    cudaev__ctx_out(pushed);
+  }
+}
+
+static uint64_t gpu_before_sleep_all(struct cudaev_loop *loop) {
+  uint64_t t = cudaev__gpu_before_sleep(loop, loop->gpu);
+  for (uint32_t i = 1; i < nall(loop) && t != 0; i++) {
+    struct cudaev__gpu *g = state(loop, i);
+    if (g->nbusy == 0) continue;
+    bool pushed = cudaev__ctx_in(g->ctx);
+    uint64_t u = cudaev__gpu_before_sleep(loop, g);
+    cudaev__ctx_out(pushed);
+    if (u < t) t = u;
+  }
+  return t;
 }
 
 static void gpu_fini(struct cudaev_loop *loop) {
-  struct cudaev__gpu *g = loop->gpu;
-  bool pushed = cudaev__gpu_enter(loop);
-  bool had = g->nbusy > 0;
-  /* Host functions not run are skipped (their gates open in finish()). */
-  cudaev__gpu_fail_all(loop, CUDAEV_ERROR_LOOP_DESTROYED);
-  /* The GPU may still be about to write our words: let it finish. */
-  if (had) cudaev__drv.cuCtxSynchronize(NULL);
-  cudaev__drv.cuStreamSynchronize(g->internal);
-  cudaev__drv.cuStreamDestroy(g->internal);
-  cudaev__gpu_pool_fini(g);
-  cudaev__gpu_leave(loop, pushed);
-  cudaev__gpu_records_free(g);
-  pthread_mutex_destroy(&g->mu);
-  cudaev__free(g, sizeof *g);
+  /* The other contexts first, the loop's (which holds the table) last. */
+  for (uint32_t i = nall(loop); i-- > 0;) {
+    struct cudaev__gpu *g = state(loop, i);
+    bool pushed = cudaev__ctx_in(g->ctx);
+    bool had = g->nbusy > 0;
+    /* Host functions not run are skipped (their gates open in finish()). */
+    cudaev__gpu_fail_all(loop, g, CUDAEV_ERROR_LOOP_DESTROYED);
+    /* The GPU may still be about to write our words: let it finish. */
+    cudaError_t synced = cudaSuccess;
+    if (had) synced = cudaev__error_from_cu(cudaev__drv.cuCtxSynchronize(NULL));
+    cudaev__drv.cuStreamSynchronize(g->internal);
+    /* Now the GPU is done with what cudaev_future_done waits for. */
+    cudaev__gpu_done_fini(g, synced);
+    cudaev__drv.cuStreamDestroy(g->internal);
+    cudaev__gpu_pool_fini(g);
+    cudaev__ctx_out(pushed);
+    cudaev__gpu_records_free(g);
+    pthread_mutex_destroy(&g->mu);
+    if (i == 0) pthread_mutex_destroy(&g->all_mu);
+    cudaev__free(g, sizeof *g);
+  }
   loop->gpu = NULL;
 }
+
+/* A GPU future's continuations outside a pass over its context's streams
+ * (the pass has the loop's context current): its own context around them. */
+static bool gpu_enter_future(struct cudaev_future *f) {
+  struct cudaev_loop *loop = f->loop;
+  if (f->kind != CUDAEV__K_GPU || loop->gpu == NULL) return false;
+  struct cudaev__gpu *g = gpu_of(f);
+  return g != loop->gpu && cudaev__ctx_in(g->ctx);
+}
+
+static void gpu_leave_future(bool entered) { cudaev__ctx_out(entered); }
 
 /* The GPU source's state lives in loop->gpu; its error in loop->gpu_error,
  * which the submission functions return while loop->gpu is NULL. */
@@ -148,9 +199,12 @@ const struct cudaev__source_ops cudaev__source_gpu = {
     .self_state = cudaev__gpu_self_state,
     .enter = cudaev__gpu_enter,
     .leave = cudaev__gpu_leave,
-    .poll = cudaev__gpu_poll,
-    .tick = cudaev__gpu_watchdog,
-    .before_sleep = cudaev__gpu_before_sleep,
+    .done = cudaev__gpu_done,
+    .enter_future = gpu_enter_future,
+    .leave_future = gpu_leave_future,
+    .poll = gpu_poll_all,
+    .tick = gpu_tick_all,
+    .before_sleep = gpu_before_sleep_all,
     .pending = gpu_pending,
     .abandon = gpu_open_gates,
 };

@@ -1,12 +1,16 @@
 /* Internal contracts of the GPU completion source (loop/gpu*.c, hostfn.c):
- * its state (struct cudaev__gpu, one per loop, in loop->gpu), a stream's
+ * its state (struct cudaev__gpu, one per CUDA context the loop serves: the
+ * creation context's in loop->gpu, which also holds the table of all of
+ * them), a stream's
  * record (struct cudaev__track), what submitting threads share about a
  * stream (struct cudaev__backlog), and the small helpers the hot paths
  * inline. Nothing outside the source includes this header: loop.c and
  * future.c reach the source through cudaev__source_gpu only.
  *
  * Which file owns what (docs/design.md has the table and the picture):
- *   gpu.c         the source's table, its creation and destroy
+ *   gpu.c         the source's table, its creation and destroy, the
+ *                 passes over every context's state
+ *   gpu_ctx.c     a context's state: making one, finding a submission's
  *   gpu_marker.c  completion markers: the pools of words (pinned, mapped)
  *                 and events, enqueueing a marker (head_state, below,
  *                 reads one)
@@ -14,6 +18,7 @@
  *   gpu_poll.c    a pass: prefetch, completion of runs, the watchdog
  *   gpu_wake.c    before sleeping: the adaptive spin, armed wakeups
  *   gpu_submit.c  cudaev_stream_future and the other submissions
+ *   gpu_done.c    cudaev_future_done of a GPU future: the watches
  *   hostfn.c      cudaev_host_func: loop-thread host functions
  *   notify.c      device notifications (not a future source) */
 #ifndef CUDAEV_GPU_INTERNAL_H
@@ -27,6 +32,8 @@
 #define NSLOTS                  4096u /* backlog slots (streams hash into them) */
 #define WATCHDOG_NS             200000000ull
 #define ENQUEUE_MAX_OUTSTANDING 256u /* the loop enqueues on no stream deeper */
+#define MAX_CTX                 64u  /* contexts one loop serves */
+#define TAG_SHIFT               26u  /* a tag's high bits: its context's index */
 
 /* ---- a stream as submitters see it (atomics only) ----------------------- */
 
@@ -121,9 +128,14 @@ struct cudaev__track {
   uint64_t armed_upto; /* nsub when a wakeup was last armed */
 };
 
-/* The source's state, one per loop (loop->gpu). */
+/* The source's state for one context. A loop starts with its creation
+ * context's (loop->gpu, index 0) and adds one per other context the first
+ * time work of that context is submitted (cudaev__gpu_for); they live until
+ * the loop is destroyed. A future finds its context's state from its tag
+ * (gpu_of), never by a lookup per completion. */
 struct cudaev__gpu {
   CUcontext ctx;
+  uint32_t idx;      /* in the table (all[idx] == this); tags carry it */
   CUstream internal; /* event futures and the watchdog's query */
   int use_events;
   _Atomic uint32_t tag_gen;
@@ -150,8 +162,28 @@ struct cudaev__gpu {
                          while work stayed queued (0: none seen yet) */
   uint64_t next_watchdog;
   uint32_t word_every;
+  /* cudaev_future_done's futures whose markers have not passed yet (loop
+   * thread only; few, searched linearly when one passes). */
+  struct cudaev__watch *watch;
+  uint32_t nwatch, cap_watch;
   struct cudaev__backlog slots[NSLOTS]; /* submitters and loop; atomics only */
+  /* Index 0 only: the table of every context's state. Entries are
+   * published (nall, release) before any future carries their index, and
+   * only added, under all_mu. */
+  struct cudaev__gpu *_Atomic all[MAX_CTX];
+  _Atomic uint32_t nall;
+  pthread_mutex_t all_mu;
 };
+
+/* A cudaev_future_done waiting for f's marker: g completes when it passes. */
+struct cudaev__watch {
+  struct cudaev_future *f, *g;
+};
+
+/* The state of f's context (a GPU or HOSTFN future with its marker). */
+static inline struct cudaev__gpu *gpu_of(const struct cudaev_future *f) {
+  return atomic_load_explicit(&f->loop->gpu->all[f->tag >> TAG_SHIFT], memory_order_relaxed);
+}
 
 static inline uint32_t *word_ptr(struct cudaev__gpu *g, uint32_t w) {
   return g->chunk_host[w / WORDS_PER_CHUNK] + w % WORDS_PER_CHUNK;
@@ -165,10 +197,14 @@ static inline struct cudaev__backlog *slot_of(struct cudaev__gpu *g, CUstream s)
   return &g->slots[h >> 52]; /* NSLOTS == 4096 */
 }
 
+/* A fresh tag of g's: a count in the low bits, g's index in the high ones
+ * (gpu_of). Never 0 (a word's value when it is handed out). */
 static inline uint32_t next_tag(struct cudaev__gpu *g) {
   uint32_t t;
-  do t = atomic_fetch_add_explicit(&g->tag_gen, 1, memory_order_relaxed) + 1;
-  while (t == 0);
+  do {
+    uint32_t n = atomic_fetch_add_explicit(&g->tag_gen, 1, memory_order_relaxed) + 1;
+    t = (n & ((1u << TAG_SHIFT) - 1)) | g->idx << TAG_SHIFT;
+  } while (t == 0);
   return t;
 }
 
@@ -250,47 +286,78 @@ static inline bool may_enqueue(struct cudaev__gpu *g, const struct cudaev__track
              ENQUEUE_MAX_OUTSTANDING;
 }
 
-/* ---- the loop's context, and a submission's frame ----------------------- */
+/* ---- contexts, and a submission's frame --------------------------------- */
 
-/* Makes the loop's context current on the calling thread (pushes it when
- * another one, or none, is current); returns whether it pushed. */
-static inline bool cudaev__gpu_enter(struct cudaev_loop *loop) {
-  CUcontext c = NULL;
-  cudaev__drv.cuCtxGetCurrent(&c);
-  if (c == loop->gpu->ctx) return false;
-  return cudaev__drv.cuCtxPushCurrent(loop->gpu->ctx) == CUDA_SUCCESS;
+/* Makes context c current on the calling thread (pushes it when another
+ * one, or none, is current); returns whether it pushed. */
+static inline bool cudaev__ctx_in(CUcontext c) {
+  CUcontext cur = NULL;
+  cudaev__drv.cuCtxGetCurrent(&cur);
+  if (cur == c) return false;
+  return cudaev__drv.cuCtxPushCurrent(c) == CUDA_SUCCESS;
 }
 
-static inline void cudaev__gpu_leave(struct cudaev_loop *loop, bool pushed) {
+static inline void cudaev__ctx_out(bool pushed) {
   if (pushed) {
     CUcontext c;
     cudaev__drv.cuCtxPopCurrent(&c);
   }
 }
 
+/* The source's enter / leave: the loop's (creation) context around a pass;
+ * a pass makes each other context's current around its own work. */
+static inline bool cudaev__gpu_enter(struct cudaev_loop *loop) {
+  return cudaev__ctx_in(loop->gpu->ctx);
+}
+
+static inline void cudaev__gpu_leave(struct cudaev_loop *loop, bool pushed) {
+  (void)loop;
+  cudaev__ctx_out(pushed);
+}
+
 struct cudaev__sub {
   struct cudaev_loop *loop;
+  struct cudaev__gpu *g; /* the state of the submission's context */
   bool pushed;
 };
 
-/* Checks the loop and makes its context current for the submission. */
+/* gpu_ctx.c. The state of the context that work on `stream` runs in: the
+ * stream's own context, or for the NULL, legacy and per-thread handles the
+ * calling thread's current one (the loop's creation context when none is
+ * current); created on first use. `cur` is the calling thread's current
+ * context. Thread: any. */
+cudaError_t cudaev__gpu_for(struct cudaev_loop *loop, CUstream stream, CUcontext cur,
+                            struct cudaev__gpu **out);
+
+/* Checks the loop, finds the state of the submission's context (see
+ * cudaev__gpu_for) and makes that context current for the submission. */
 static inline cudaError_t cudaev__sub_begin(struct cudaev__sub *s, cudaev_loop_t *loop,
-                                            cudaev_future_t **out) {
+                                            CUstream stream, cudaev_future_t **out) {
   s->loop = loop;
+  s->g = NULL;
   s->pushed = false;
   if (out != NULL) *out = NULL;
   if (loop == NULL || out == NULL) return cudaErrorInvalidValue;
   if (loop->gpu == NULL) return loop->gpu_error;
-  s->pushed = cudaev__gpu_enter(loop);
+  CUcontext cur = NULL;
+  cudaev__drv.cuCtxGetCurrent(&cur);
+  cudaError_t e = cudaev__gpu_for(loop, stream, cur, &s->g);
+  if (e != cudaSuccess) return e;
+  if (cur != s->g->ctx) s->pushed = cudaev__drv.cuCtxPushCurrent(s->g->ctx) == CUDA_SUCCESS;
   return cudaSuccess;
 }
 
 static inline cudaError_t cudaev__sub_end(struct cudaev__sub *s, cudaError_t e) {
-  cudaev__gpu_leave(s->loop, s->pushed);
+  cudaev__ctx_out(s->pushed);
   return cudaev__ret(e);
 }
 
 /* ---- functions, by the file that defines them --------------------------- */
+
+/* gpu_ctx.c. A new state for context c at index idx of the loop's table
+ * (its internal stream, the probe of stream memory operations); makes c
+ * current for its driver calls. Thread: any. */
+cudaError_t cudaev__gpu_new(CUcontext c, uint32_t idx, struct cudaev__gpu **out);
 
 /* gpu_marker.c. Thread: any; the pools' mutex is never held across a
  * driver call. Grows an array (under the mutex, for the pools' own); false
@@ -303,7 +370,7 @@ void cudaev__gpu_words_put(struct cudaev__gpu *g, const uint32_t *w, uint32_t n)
 cudaError_t cudaev__gpu_event_get(struct cudaev__gpu *g, CUevent *out);
 void cudaev__gpu_event_put(struct cudaev__gpu *g, CUevent e);
 void cudaev__gpu_events_put(struct cudaev__gpu *g, CUevent *ev, uint32_t n);
-/* Destroy, with the loop's context current: destroys the pooled events,
+/* Destroy, with g's context current: destroys the pooled events,
  * frees the chunks of words and the free lists. */
 void cudaev__gpu_pool_fini(struct cudaev__gpu *g);
 /* Enqueues f's completion marker on `stream`: a pooled event if
@@ -324,14 +391,18 @@ void cudaev__gpu_records_free(struct cudaev__gpu *g);
 /* gpu_poll.c. Loop thread, except self_state (any thread). The members
  * self_state, poll and tick (cudaev__gpu_watchdog) of the source. */
 cudaError_t cudaev__gpu_self_state(struct cudaev_future *f);
-bool cudaev__gpu_poll(struct cudaev_loop *loop);
-/* The source's tick: the sticky-error watchdog, every WATCHDOG_NS. */
-void cudaev__gpu_watchdog(struct cudaev_loop *loop, uint64_t now);
-/* Fails everything tracked with err (a sticky context error, or destroy). */
-void cudaev__gpu_fail_all(struct cudaev_loop *loop, cudaError_t err);
+/* A pass over g's streams, with g's context current. */
+bool cudaev__gpu_poll(struct cudaev_loop *loop, struct cudaev__gpu *g);
+/* g's part of the source's tick: the sticky-error watchdog, every
+ * WATCHDOG_NS, with g's context current. */
+void cudaev__gpu_watchdog(struct cudaev_loop *loop, struct cudaev__gpu *g, uint64_t now);
+/* Fails everything g tracks with err (a sticky context error, or
+ * destroy), with g's context current. */
+void cudaev__gpu_fail_all(struct cudaev_loop *loop, struct cudaev__gpu *g, cudaError_t err);
 
-/* gpu_wake.c. The source's before_sleep (loop thread). */
-uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop);
+/* gpu_wake.c. g's part of the source's before_sleep (loop thread), with
+ * g's context current. */
+uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *g);
 /* A stream record's arm, with a reference to the waker; NULL when out of
  * memory. Thread: any. */
 struct cudaev__arm *cudaev__arm_new(struct cudaev__waker *w);
@@ -344,6 +415,14 @@ void CUDA_CB cudaev__gpu_wake_fn(void *arg);
  * pass); the release drops one of the gate's references. */
 void cudaev__hgate_open(struct cudaev__hgate *hg);
 void cudaev__hgate_release(struct cudaev__hgate *hg);
+
+/* gpu_done.c. The source's done (any thread). Loop thread: done_fire
+ * completes the watch on f (popped, its marker passed, outcome st);
+ * done_fini (destroy, after the context's synchronisation) completes every
+ * watch left with st and frees the list. */
+cudaError_t cudaev__gpu_done(struct cudaev_future *f, struct cudaev_future *g);
+void cudaev__gpu_done_fire(struct cudaev__gpu *s, struct cudaev_future *f, cudaError_t st);
+void cudaev__gpu_done_fini(struct cudaev__gpu *s, cudaError_t st);
 
 /* gpu.c. Stream records alive (tracked streams plus at most 64 idle ones);
  * for tests. Thread: any (a relaxed snapshot). */

@@ -119,7 +119,7 @@ cudaError_t cudaev__gpu_enqueue_marker(struct cudaev__gpu *g, struct cudaev_futu
   cudaError_t e =
       f->use_event ? cudaev__gpu_event_get(g, &f->u.ev) : cudaev__gpu_word_get(g, &f->x.word);
   if (e != cudaSuccess) return e;
-  if (!f->use_event) f->tag = next_tag(g);
+  f->tag = next_tag(g); /* an event's too: it carries g's index (gpu_of) */
   struct cudaev__backlog *b = slot_of(g, stream);
   bool solo;
   uint32_t began = order_begin(b, &solo);

@@ -43,9 +43,8 @@ static void recycle_flush(struct cudaev__gpu *g, struct recycle *rc) {
 
 /* A popped entry whose marker the GPU has passed (or, with `fail`, whose
  * context died / loop is going away). */
-static void finish(struct cudaev_loop *loop, struct cudaev_future *f, struct recycle *rc,
+static void finish(struct cudaev__gpu *g, struct cudaev_future *f, struct recycle *rc,
                    cudaError_t fail, uint64_t now) {
-  struct cudaev__gpu *g = loop->gpu;
   struct cudaev__track *t = f->track;
   if (f->flush)
     t->flushing = 0;
@@ -84,20 +83,25 @@ static void finish(struct cudaev_loop *loop, struct cudaev_future *f, struct rec
   else
     recycle_word(g, rc, f->x.word);
   if (f->has_gate && !f->use_event) recycle_word(g, rc, f->gate);
+  /* After its continuations (one may have asked for done). Destroy: the
+   * GPU may still run it; its watch completes after the context's
+   * synchronisation (gpu_fini). */
+  f->passed = fail != CUDAEV_ERROR_LOOP_DESTROYED;
+  if (f->watched && f->passed) cudaev__gpu_done_fire(g, f, st);
   cudaev_future_release(f); /* the FIFO's reference */
 }
 
 cudaError_t cudaev__gpu_self_state(struct cudaev_future *f) {
-  struct cudaev_loop *loop = f->loop;
   /* Only a plain GPU future: a host function's outcome is fn's. */
   if (f->kind != CUDAEV__K_GPU || f->has_gate) return cudaErrorNotReady;
-  if (!f->use_event) return head_state(loop->gpu, f);
+  struct cudaev__gpu *g = gpu_of(f);
+  if (!f->use_event) return head_state(g, f);
   /* The loop may recycle the event once f is done; the caller re-checks
    * f's state first, and a recycled event only says "not ready" or
    * completes a future already claimed. */
-  bool pushed = cudaev__gpu_enter(loop);
-  cudaError_t st = head_state(loop->gpu, f);
-  cudaev__gpu_leave(loop, pushed);
+  bool pushed = cudaev__ctx_in(g->ctx);
+  cudaError_t st = head_state(g, f);
+  cudaev__ctx_out(pushed);
   return st;
 }
 
@@ -286,8 +290,7 @@ static uint32_t events_done(struct cudaev__gpu *g, struct cudaev__track *t, cuda
  * a loop-thread host function (the stream may be full behind its gate),
  * on a per-thread default stream (the loop thread's would be another
  * stream), or without stream memory operations. */
-static void flush_tail(struct cudaev_loop *loop, struct cudaev__track *t) {
-  struct cudaev__gpu *g = loop->gpu;
+static void flush_tail(struct cudaev_loop *loop, struct cudaev__gpu *g, struct cudaev__track *t) {
   if (g->use_events || t->flushing || !may_enqueue(g, t)) return;
   struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
   if (f == NULL) return;
@@ -302,8 +305,7 @@ static void flush_tail(struct cudaev_loop *loop, struct cudaev__track *t) {
                                one reference is the FIFO's */
 }
 
-bool cudaev__gpu_poll(struct cudaev_loop *loop) {
-  struct cudaev__gpu *g = loop->gpu;
+bool cudaev__gpu_poll(struct cudaev_loop *loop, struct cudaev__gpu *g) {
   struct recycle rc = {.n = 0, .nev = 0};
   bool any = false;
   uint64_t now = 0;
@@ -336,7 +338,7 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop) {
         /* Entries before the one that decided are passed: success, unless
          * a query returned an error (sticky: theirs too). A host-function
          * entry among them was reached (the stream got past it). */
-        finish(loop, f, &rc, st, now);
+        finish(g, f, &rc, st, now);
         any = true;
       }
       if (rc.ndone) {
@@ -346,7 +348,7 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop) {
       head_changed(g, t);
       t->next_query = 0;
     }
-    if (t->rlen > 0 && t->tail_ev) flush_tail(loop, t);
+    if (t->rlen > 0 && t->tail_ev) flush_tail(loop, g, t);
     if (t->rlen == 0 && t->busy_idx == i)
       cudaev__gpu_busy_del(g, i);
     else
@@ -365,15 +367,15 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop) {
 }
 
 /* Fails everything tracked with `err` (sticky context error or destroy). */
-void cudaev__gpu_fail_all(struct cudaev_loop *loop, cudaError_t err) {
-  struct cudaev__gpu *g = loop->gpu;
+void cudaev__gpu_fail_all(struct cudaev_loop *loop, struct cudaev__gpu *g, cudaError_t err) {
+  (void)loop;
   struct recycle rc = {.n = 0, .nev = 0};
   while (g->nbusy > 0) {
     struct cudaev__track *t = g->busy[g->nbusy - 1];
     while (t->rlen > 0) {
       struct cudaev_future *f = ent(t, 0);
       pop(t);
-      finish(loop, f, &rc, err, 0);
+      finish(g, f, &rc, err, 0);
       if (rc.ndone) {
         atomic_fetch_sub_explicit(&slot_of(g, t->stream)->v, rc.ndone, memory_order_relaxed);
         rc.ndone = 0;
@@ -384,8 +386,7 @@ void cudaev__gpu_fail_all(struct cudaev_loop *loop, cudaError_t err) {
   recycle_flush(g, &rc);
 }
 
-void cudaev__gpu_watchdog(struct cudaev_loop *loop, uint64_t now) {
-  struct cudaev__gpu *g = loop->gpu;
+void cudaev__gpu_watchdog(struct cudaev_loop *loop, struct cudaev__gpu *g, uint64_t now) {
   if (g->nbusy == 0 || now < g->next_watchdog) return;
   g->next_watchdog = now + WATCHDOG_NS;
   /* A sticky error is returned by every later call in the context, so a
@@ -393,5 +394,5 @@ void cudaev__gpu_watchdog(struct cudaev_loop *loop, uint64_t now) {
   CUresult r = cudaev__drv.cuStreamQuery(g->internal);
   if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) return;
   cudaError_t e = cudaev__error_from_cu(r);
-  if (cudaev__error_is_sticky(e)) cudaev__gpu_fail_all(loop, e);
+  if (cudaev__error_is_sticky(e)) cudaev__gpu_fail_all(loop, g, e);
 }

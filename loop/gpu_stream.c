@@ -153,7 +153,7 @@ static bool ring_insert(struct cudaev__gpu *g, struct cudaev__track *t, struct c
 }
 
 void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
-  struct cudaev__gpu *g = loop->gpu;
+  struct cudaev__gpu *g = gpu_of(f);
   /* Until tracked, `track` carries the stream handle (mark(), gpu_submit.c). */
   struct cudaev__track *t = track_get(g, loop->waker, (CUstream)(void *)f->track);
   if (t == NULL ||

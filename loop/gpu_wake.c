@@ -45,8 +45,7 @@ static bool any_head_done(struct cudaev__gpu *g) {
   return false;
 }
 
-uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop) {
-  struct cudaev__gpu *g = loop->gpu;
+uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *g) {
   if (g->nbusy == 0) return UINT64_MAX;
   uint64_t now = cudaev__now_ns();
   /* Adaptive spin (CUDA.jl): only while the oldest work is expected to

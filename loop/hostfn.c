@@ -39,9 +39,8 @@ static void CUDA_CB gate_fn(void *arg) {
  * the user's future once the stream has passed. While gate_fn blocks, the
  * driver may hold back other host functions of the context (NVIDIA may
  * serialize them): fn must not wait for one. */
-static cudaError_t host_func_events(struct cudaev_loop *loop, CUstream st, cudaev_host_fn fn,
-                                    void *user, cudaev_future_t **out) {
-  struct cudaev__gpu *g = loop->gpu;
+static cudaError_t host_func_events(struct cudaev_loop *loop, struct cudaev__gpu *g, CUstream st,
+                                    cudaev_host_fn fn, void *user, cudaev_future_t **out) {
   struct cudaev_future *t = cudaev__future_new(loop, CUDAEV__K_HOSTFN);
   struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
   struct cudaev__hgate *hg = cudaev__alloc(sizeof *hg);
@@ -75,6 +74,7 @@ static cudaError_t host_func_events(struct cudaev_loop *loop, CUstream st, cudae
   /* From here gate_fn is on the stream: t must be tracked so that the loop
    * opens the gate (it would block the driver's thread forever). */
   t->use_event = 1;
+  t->tag = f->tag = next_tag(g); /* only for g's index (gpu_of) */
   t->aux.hg = hg;
   t->u.h.fn = fn;
   t->u.h.user = user;
@@ -111,12 +111,12 @@ static cudaError_t host_func_events(struct cudaev_loop *loop, CUstream st, cudae
 CUDAEV_EXPORT cudaError_t cudaev_host_func(cudaev_loop_t *loop, cudaStream_t stream,
                                            cudaev_host_fn fn, void *user, cudaev_future_t **out) {
   struct cudaev__sub s;
-  cudaError_t e = cudaev__sub_begin(&s, loop, out);
+  cudaError_t e = cudaev__sub_begin(&s, loop, (CUstream)stream, out);
   if (e != cudaSuccess) return cudaev__ret(e);
-  struct cudaev__gpu *g = loop->gpu;
+  struct cudaev__gpu *g = s.g;
   if (fn == NULL) return cudaev__sub_end(&s, cudaErrorInvalidValue);
   if (g->use_events)
-    return cudaev__sub_end(&s, host_func_events(loop, (CUstream)stream, fn, user, out));
+    return cudaev__sub_end(&s, host_func_events(loop, g, (CUstream)stream, fn, user, out));
   CUstream st = (CUstream)stream;
   struct cudaev_future *t = cudaev__future_new(loop, CUDAEV__K_HOSTFN);
   struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);

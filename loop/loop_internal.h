@@ -108,7 +108,9 @@ struct cudaev_future {
   _Atomic uint32_t msg_bits; /* CUDAEV__MB_* waiting in the queue, CUDAEV__C0_* */
   cudaError_t result;        /* valid once DONE */
   uint8_t kind;              /* cudaev__fkind */
-  uint8_t fired;             /* loop only: continuations ran */
+  uint8_t fired : 1;         /* loop only: continuations ran */
+  uint8_t passed : 1;        /* loop only, GPU: its stream passed its marker */
+  uint8_t watched : 1;       /* loop only, GPU: a cudaev_future_done waits for it */
   uint8_t use_event : 1;     /* GPU: pooled event instead of a word;
                                       HOSTFN: event path (gate in aux.hg) */
   uint8_t counted : 1;       /* GPU: counted in its stream's backlog slot */
@@ -213,6 +215,16 @@ struct cudaev__source_ops {
    * needs (the loop's CUDA context); returns whether leave must undo it. */
   bool (*enter)(struct cudaev_loop *loop);
   void (*leave)(struct cudaev_loop *loop, bool entered);
+  /* Thread: any. cudaev_future_done for f: completes g (a promise not on
+   * the pending list, with a reference of its own) once f's work has
+   * really finished, even if f was cancelled. NULL: when f completes. */
+  cudaError_t (*done)(struct cudaev_future *f, struct cudaev_future *g);
+  /* Around continuations of f that run outside the source's poll (f was
+   * completed off the loop thread, or they were added after it fired):
+   * makes current what they should see (a GPU future's own context);
+   * returns whether leave_future must undo it. */
+  bool (*enter_future)(struct cudaev_future *f);
+  void (*leave_future)(bool entered);
   /* Once per pass: completes what has finished. True if anything did. */
   bool (*poll)(struct cudaev_loop *loop);
   /* Once per pass, after every poll, with the pass's clock (cudaev__now_ns):

@@ -119,6 +119,71 @@ Test(loop_future, several_continuations_in_order_and_late_then) {
   cudaev_loop_destroy(loop);
 }
 
+/* then_chain: fn's future is flattened into out; NULL ends with the status. */
+struct chain_ctx {
+  cudaev_future_t *next; /* what the step returns (its reference handed over) */
+  cudaError_t seen;
+  atomic_int ran;
+};
+static cudaev_future_t *chain_fn(cudaev_future_t *f, cudaError_t st, void *user) {
+  struct chain_ctx *c = user;
+  c->seen = st;
+  atomic_fetch_add(&c->ran, 1);
+  return c->next;
+}
+
+Test(loop_future, then_chain_flattens_the_returned_future) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *a, *b, *out, *out2;
+  cr_assert_eq(cudaev_promise_new(loop, &a), cudaSuccess);
+  cr_assert_eq(cudaev_promise_new(loop, &b), cudaSuccess);
+  struct chain_ctx c1 = {.next = cudaev_future_retain(b)};
+  cr_assert_eq(cudaev_future_then_chain(a, chain_fn, &c1, &out), cudaSuccess);
+  /* A chain on the chain, whose step ends it (NULL). */
+  struct chain_ctx c2 = {.next = NULL};
+  cr_assert_eq(cudaev_future_then_chain(out, chain_fn, &c2, &out2), cudaSuccess);
+  cudaev_promise_set(a, cudaErrorInvalidValue);
+  drain(loop);
+  cr_expect_eq(atomic_load(&c1.ran), 1);
+  cr_expect_eq(c1.seen, cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_future_ready(out), 0, "out completed before the returned future");
+  cudaev_promise_set(b, cudaErrorNotReady);
+  drain(loop);
+  cr_expect_eq(cudaev_future_result(out), cudaErrorNotReady);
+  cr_expect_eq(atomic_load(&c2.ran), 1);
+  cr_expect_eq(c2.seen, cudaErrorNotReady);
+  cr_expect_eq(cudaev_future_result(out2), cudaErrorNotReady);
+  cudaev_future_t *none;
+  cr_expect_eq(cudaev_future_then_chain(a, NULL, NULL, &none), cudaErrorInvalidValue);
+  cr_expect_null(none);
+  cudaev_future_release(a);
+  cudaev_future_release(b);
+  cudaev_future_release(out);
+  cudaev_future_release(out2);
+  drain(loop);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+}
+
+/* Destroy with the chain's returned future pending: out fails. */
+Test(loop_future, then_chain_destroy_fails_out) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *a, *b, *out;
+  cr_assert_eq(cudaev_promise_new(loop, &a), cudaSuccess);
+  cr_assert_eq(cudaev_promise_new(loop, &b), cudaSuccess);
+  struct chain_ctx c = {.next = cudaev_future_retain(b)};
+  cr_assert_eq(cudaev_future_then_chain(a, chain_fn, &c, &out), cudaSuccess);
+  cudaev_promise_set(a, cudaSuccess);
+  drain(loop);
+  cudaev_loop_destroy(loop);
+  cr_expect_eq(cudaev_future_result(out), CUDAEV_ERROR_LOOP_DESTROYED);
+  cudaev_future_release(a);
+  cudaev_future_release(b);
+  cudaev_future_release(out);
+}
+
 Test(loop_future, user_data_destructor_and_refs) {
   cudaev_loop_t *loop;
   cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);

@@ -32,7 +32,7 @@
 
 /* ---- the fake GPU ------------------------------------------------------- */
 
-enum op_kind { OP_WRITE, OP_WAIT, OP_HOSTFN, OP_DELAY, OP_RECORD, OP_WAITEV };
+enum op_kind { OP_WRITE, OP_WAIT, OP_HOSTFN, OP_DELAY, OP_RECORD, OP_WAITEV, OP_COPY };
 struct fevent {
   atomic_int recorded; /* records enqueued */
   atomic_int reached;  /* records the GPU has passed */
@@ -46,11 +46,15 @@ struct op {
   unsigned delay_us;
   struct fevent *ev;
   int seq;
+  void *cdst; /* OP_COPY */
+  const void *csrc;
+  size_t n;
   struct op *next;
 };
 struct fstream {
   struct op *head, *tail;
   unsigned depth; /* operations pending */
+  CUcontext ctx;  /* current when it was created */
   struct fstream *next;
 };
 
@@ -132,6 +136,7 @@ static bool run_one(struct fstream *f) {
   case OP_WAITEV:
     if (atomic_load(&o->ev->reached) < o->seq) return false;
     break;
+  case OP_COPY: memcpy(o->cdst, o->csrc, o->n); break;
   }
   f->head = o->next;
   if (f->head == NULL) f->tail = NULL;
@@ -165,11 +170,18 @@ static bool stream_idle(CUstream s) {
 
 static CUresult f_screate(CUstream *s, unsigned fl) {
   struct fstream *f = calloc(1, sizeof *f);
+  fake_ctx_get_current(&f->ctx);
   pthread_mutex_lock(&mu);
   f->next = streams;
   streams = f;
   pthread_mutex_unlock(&mu);
   *s = (CUstream)f;
+  return CUDA_SUCCESS;
+}
+static CUresult f_sgetctx(CUstream s, CUcontext *c, CUgreenCtx *green) {
+  (void)green;
+  if ((uintptr_t)s <= 2) return fake_ctx_get_current(c);
+  *c = ((struct fstream *)s)->ctx;
   return CUDA_SUCCESS;
 }
 static CUresult f_sdestroy(CUstream s) { return CUDA_SUCCESS; /* leaked: tests are short */ }
@@ -237,6 +249,32 @@ static CUresult f_edestroy(CUevent e) {
   free(e);
   return CUDA_SUCCESS;
 }
+/* Copies run on the "GPU"; host memory the test declares pageable is what
+ * cuPointerGetAttribute refuses, as the driver does. */
+static CUresult f_memcpy_async(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream s) {
+  return push_op(
+      s, (struct op){.kind = OP_COPY, .cdst = (void *)d, .csrc = (const void *)src, .n = n});
+}
+static struct {
+  const char *lo;
+  size_t n;
+} pageable_ranges[4];
+static _Atomic int npageable;
+static void declare_pageable(const void *p, size_t n) {
+  int i = atomic_load(&npageable);
+  pageable_ranges[i].lo = p;
+  pageable_ranges[i].n = n;
+  atomic_store(&npageable, i + 1);
+}
+static CUresult f_ptr_attr(void *data, CUpointer_attribute a, CUdeviceptr p) {
+  for (int i = 0; i < atomic_load(&npageable); i++)
+    if ((const char *)p >= pageable_ranges[i].lo &&
+        (const char *)p < pageable_ranges[i].lo + pageable_ranges[i].n)
+      return CUDA_ERROR_INVALID_VALUE;
+  if (a != CU_POINTER_ATTRIBUTE_MEMORY_TYPE) return CUDA_ERROR_INVALID_VALUE;
+  *(unsigned *)data = CU_MEMORYTYPE_DEVICE;
+  return CUDA_SUCCESS;
+}
 static CUresult f_swaitev(CUstream s, CUevent e, unsigned fl) {
   return push_op(s, (struct op){.kind = OP_WAITEV, .ev = (struct fevent *)e});
 }
@@ -246,6 +284,7 @@ static void setup(void) {
   fake_driver_loop(&t);
   t.cuStreamCreate = f_screate;
   t.cuStreamDestroy = f_sdestroy;
+  t.cuStreamGetCtx = f_sgetctx;
   t.cuStreamQuery = f_squery;
   t.cuStreamSynchronize = f_ssync;
   t.cuCtxSynchronize = f_csync;
@@ -259,6 +298,8 @@ static void setup(void) {
   t.cuEventDestroy = f_edestroy;
   t.cuStreamWaitEvent = f_swaitev;
   t.cuGraphLaunch = f_glaunch;
+  t.cuMemcpyAsync = f_memcpy_async;
+  t.cuPointerGetAttribute = f_ptr_attr;
   cudaev__driver_install(&t, 13000);
   atomic_store(&gpu_run, 1);
   pthread_create(&gpu_th, NULL, gpu_main, NULL);
@@ -1186,6 +1227,320 @@ Test(loop_gpu_fake, stream_records_reused_across_streams) {
   cr_expect_leq(cudaev__gpu_tracks(loop), 64);
   cudaev_loop_destroy(loop);
   free(s);
+}
+
+/* ---- one loop, several contexts -------------------------------------------- */
+
+/* Context handles of the fake: A is the primary context the loop is made
+ * in (device 0), B "device 1"'s, C a second context on device 0. */
+#define CTX_B ((CUcontext)(uintptr_t)0x2000)
+#define CTX_C ((CUcontext)(uintptr_t)0x3000)
+
+struct ctx_rec {
+  CUcontext want;
+  _Atomic(CUcontext) seen;
+  atomic_int n;
+};
+static void ctx_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  struct ctx_rec *r = u;
+  CUcontext c = NULL;
+  fake_ctx_get_current(&c);
+  if (s != cudaSuccess) c = NULL;
+  atomic_store(&r->seen, c);
+  atomic_fetch_add(&r->n, 1);
+}
+
+static CUstream stream_in(CUcontext c) {
+  CUstream s;
+  fake_ctx_push(c);
+  f_screate(&s, 0);
+  fake_ctx_pop(NULL);
+  return s;
+}
+
+Test(loop_gpu_fake, one_loop_serves_two_devices_and_two_contexts_of_one) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUcontext a = NULL;
+  fake_ctx_get_current(&a);
+  cr_assert_not_null(a);
+  CUstream sa, sb = stream_in(CTX_B), sc = stream_in(CTX_C);
+  f_screate(&sa, 0);
+  CUstream by[3] = {sa, sb, sc};
+  CUcontext want[3] = {a, CTX_B, CTX_C};
+  enum { N = 900 };
+  static struct ctx_rec rec[N];
+  cudaev_future_t **f = calloc(N, sizeof *f);
+  for (int i = 0; i < N; i++) {
+    int k = i % 3;
+    rec[i].want = want[k];
+    atomic_store(&rec[i].seen, NULL);
+    atomic_store(&rec[i].n, 0);
+    if (i % 5 == 4) {
+      /* The NULL stream: the submitting thread's current context's. */
+      fake_ctx_push(want[k]);
+      cr_assert_eq(cudaev_stream_future(loop, NULL, &f[i]), cudaSuccess);
+      fake_ctx_pop(NULL);
+    } else {
+      cr_assert_eq(i % 2 ? cudaev_stream_future(loop, (cudaStream_t)by[k], &f[i])
+                         : kernel(loop, by[k], 1 + i % 40, &f[i]),
+                   cudaSuccess);
+    }
+    CUcontext now = NULL;
+    fake_ctx_get_current(&now);
+    cr_assert_eq(now, a, "a submission left another context current");
+    cr_assert_eq(cudaev_future_then(f[i], ctx_cb, &rec[i]), cudaSuccess);
+  }
+  cudaev_future_t *all;
+  cr_assert_eq(cudaev_when_all(loop, f, N, &all), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(all, 10 * SEC), cudaSuccess);
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < 5000 && atomic_load(&rec[i].n) == 0; j++) usleep(1000);
+  int wrong = 0, twice = 0;
+  for (int i = 0; i < N; i++) {
+    if (atomic_load(&rec[i].seen) != rec[i].want) wrong++;
+    if (atomic_load(&rec[i].n) != 1) twice++;
+  }
+  cr_expect_eq(wrong, 0, "%d continuations ran with another context current", wrong);
+  cr_expect_eq(twice, 0, "%d continuations did not run exactly once", twice);
+  /* Added after the future fired (a deferred continuation): its context too. */
+  struct ctx_rec late = {.want = CTX_B};
+  cr_assert_eq(cudaev_future_then(f[1], ctx_cb, &late), cudaSuccess);
+  for (int j = 0; j < 5000 && atomic_load(&late.n) == 0; j++) usleep(1000);
+  cr_expect_eq(atomic_load(&late.seen), CTX_B);
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_future_release(all);
+  for (int i = 0; i < 1000 && cudaev_loop_pending(loop) > 0; i++) usleep(1000);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+  free(f);
+}
+
+struct ctx_hf {
+  _Atomic(CUcontext) seen;
+};
+static cudaError_t ctx_host_fn(void *u) {
+  CUcontext c = NULL;
+  fake_ctx_get_current(&c);
+  atomic_store(&((struct ctx_hf *)u)->seen, c);
+  return cudaSuccess;
+}
+
+/* A host function and a waiter-completed future of a second context; and
+ * destroy with work of both pending fails all of it. */
+Test(loop_gpu_fake, second_context_host_function_wait_and_destroy) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream sc = stream_in(CTX_C);
+  struct ctx_hf h = {NULL};
+  cudaev_future_t *hf, *k1, *k, *w;
+  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)sc, ctx_host_fn, &h, &hf), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(hf, 5 * SEC), cudaSuccess);
+  cr_expect_eq(atomic_load(&h.seen), CTX_C);
+  cr_assert_eq(kernel(loop, sc, 2000, &k1), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(k1, 5 * SEC), cudaSuccess);
+  struct ctx_rec r = {.want = CTX_C};
+  cr_assert_eq(cudaev_future_then(k1, ctx_cb, &r), cudaSuccess);
+  for (int j = 0; j < 5000 && atomic_load(&r.n) == 0; j++) usleep(1000);
+  cr_expect_eq(atomic_load(&r.seen), CTX_C);
+  /* Pending on both at destroy. */
+  CUstream sa;
+  f_screate(&sa, 0);
+  cr_assert_eq(kernel(loop, sc, 300000, &k), cudaSuccess);
+  cr_assert_eq(kernel(loop, sa, 300000, &w), cudaSuccess);
+  cudaev_loop_destroy(loop);
+  cr_expect_eq(cudaev_future_result(k), CUDAEV_ERROR_LOOP_DESTROYED);
+  cr_expect_eq(cudaev_future_result(w), CUDAEV_ERROR_LOOP_DESTROYED);
+  cudaev_future_release(hf);
+  cudaev_future_release(k1);
+  cudaev_future_release(k);
+  cudaev_future_release(w);
+}
+
+/* ---- cudaev_future_done: when the GPU is done with the memory ------------- */
+
+/* A "buffer" the GPU writes at the end of the work (after a long kernel);
+ * g's continuation frees it: the write must have happened before. */
+struct buf_watch {
+  volatile uint32_t *buf;
+  uint32_t seen; /* the buffer when g's continuation ran */
+  cudaError_t st;
+  atomic_int ran;
+};
+static void buf_free_cb(cudaev_future_t *g, cudaError_t st, void *u) {
+  struct buf_watch *w = u;
+  w->seen = __atomic_load_n(w->buf, __ATOMIC_ACQUIRE);
+  w->st = st;
+  atomic_store(&w->ran, 1);
+}
+
+/* On s: a kernel of `us`, then the GPU writes 1 to buf; a future behind
+ * both (an event marker when `backlog`: a future already outstanding). */
+static cudaev_future_t *write_after(cudaev_loop_t *loop, CUstream s, unsigned us, uint32_t *buf,
+                                    bool backlog, cudaev_future_t **first) {
+  cudaev_future_t *f;
+  *first = NULL;
+  if (backlog) cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, first), cudaSuccess);
+  f_launch((CUfunction)(uintptr_t)us, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+  f_write(s, (CUdeviceptr)buf, 1, 0);
+  cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &f), cudaSuccess);
+  return f;
+}
+
+static void cancel_then_done(bool backlog) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  uint32_t *buf = calloc(1, 4);
+  cudaev_future_t *first, *f = write_after(loop, s, 100000, buf, backlog, &first), *g;
+  cr_expect_eq(cudaev_future_cancel(f), 1);
+  cr_expect_eq(cudaev_future_result(f), CUDAEV_ERROR_CANCELLED);
+  cr_assert_eq(cudaev_future_done(f, &g), cudaSuccess);
+  struct buf_watch w = {.buf = buf};
+  cr_assert_eq(cudaev_future_then(g, buf_free_cb, &w), cudaSuccess);
+  usleep(20000);
+  cr_expect_eq(cudaev_future_ready(g), 0, "done before the GPU finished");
+  cr_expect_eq(cudaev_future_wait(g, 5 * SEC), cudaSuccess);
+  for (int i = 0; i < 5000 && !atomic_load(&w.ran); i++) usleep(1000);
+  cr_expect_eq(atomic_load(&w.ran), 1);
+  cr_expect_eq(w.seen, 1, "g completed before the GPU wrote the buffer");
+  cr_expect_eq(w.st, cudaSuccess);
+  /* Asked again after the marker passed: at once. */
+  cudaev_future_t *g2;
+  cr_assert_eq(cudaev_future_done(f, &g2), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(g2, 5 * SEC), cudaSuccess);
+  cudaev_future_release(g2);
+  cudaev_future_release(g);
+  cudaev_future_release(f);
+  cudaev_future_release(first);
+  for (int i = 0; i < 1000 && cudaev_loop_pending(loop) > 0; i++) usleep(1000);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+  free(buf);
+}
+
+Test(loop_gpu_fake, done_after_cancel_waits_for_the_gpu_word_marker) { cancel_then_done(false); }
+Test(loop_gpu_fake, done_after_cancel_waits_for_the_gpu_event_marker) { cancel_then_done(true); }
+
+/* Destroy with a cancelled future watched: g completes inside destroy,
+ * after the GPU wrote the buffer (the context synchronisation). A
+ * promise's done completes when the promise does. */
+Test(loop_gpu_fake, done_at_destroy_and_for_a_promise) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  uint32_t *buf = calloc(1, 4);
+  cudaev_future_t *first, *f = write_after(loop, s, 100000, buf, false, &first), *g, *p, *pg;
+  cr_expect_eq(cudaev_future_cancel(f), 1);
+  cr_assert_eq(cudaev_future_done(f, &g), cudaSuccess);
+  struct buf_watch w = {.buf = buf};
+  cr_assert_eq(cudaev_future_then(g, buf_free_cb, &w), cudaSuccess);
+  cr_assert_eq(cudaev_promise_new(loop, &p), cudaSuccess);
+  cr_assert_eq(cudaev_future_done(p, &pg), cudaSuccess);
+  cr_expect_eq(cudaev_promise_set(p, cudaErrorInvalidValue), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(pg, 5 * SEC), cudaErrorInvalidValue);
+  usleep(10000); /* the watch reaches the loop */
+  cudaev_loop_destroy(loop);
+  cr_expect_eq(atomic_load(&w.ran), 1);
+  cr_expect_eq(w.seen, 1, "g completed before the GPU wrote the buffer");
+  cr_expect_eq(cudaev_future_result(g), cudaSuccess);
+  cudaev_future_t *none;
+  cr_expect_eq(cudaev_future_done(NULL, &none), cudaErrorInvalidValue);
+  cr_expect_null(none);
+  cudaev_future_release(g);
+  cudaev_future_release(f);
+  cudaev_future_release(p);
+  cudaev_future_release(pg);
+  free(buf);
+}
+
+/* ---- copies with pageable host memory go through pinned staging ---------- */
+
+struct copy_seen {
+  const uint8_t *dst;
+  uint8_t first; /* dst[0] when the continuation ran */
+  atomic_int ran;
+};
+static void copy_cb(cudaev_future_t *f, cudaError_t st, void *u) {
+  struct copy_seen *c = u;
+  c->first = st == cudaSuccess ? c->dst[0] : 0;
+  atomic_store(&c->ran, 1);
+}
+
+Test(loop_gpu_fake, pageable_copies_are_staged_and_never_block) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  enum { N = 1 << 16 };
+  uint8_t *host = malloc(N), *back = calloc(1, N), *dev = calloc(1, N);
+  declare_pageable(host, N);
+  declare_pageable(back, N);
+  memset(host, 0x5a, N);
+  /* H2D behind a 100 ms kernel: the call returns at once, and the source
+   * may be reused at once (it was copied on this thread). */
+  cudaev_future_t *k, *h2d, *d2h;
+  cr_assert_eq(kernel(loop, s, 100000, &k), cudaSuccess);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cr_assert_eq(
+      cudaev_memcpy_async(loop, dev, host, N, cudaMemcpyHostToDevice, (cudaStream_t)s, &h2d),
+      cudaSuccess);
+  memset(host, 0, N);
+  cr_assert_eq(cudaev_memcpy_async(loop, back, dev, N, cudaMemcpyDefault, (cudaStream_t)s, &d2h),
+               cudaSuccess);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  cr_expect_lt((t1.tv_sec - t0.tv_sec) * SEC + (t1.tv_nsec - t0.tv_nsec), 50000000,
+               "a pageable copy blocked the caller");
+  cr_expect_eq(cudaev_future_ready(d2h), 0);
+  struct copy_seen c = {.dst = back};
+  cr_assert_eq(cudaev_future_then(d2h, copy_cb, &c), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(d2h, 5 * SEC), cudaSuccess);
+  /* The future completed after the user's memory was written. */
+  cr_expect_eq(back[0], 0x5a);
+  cr_expect_eq(back[N - 1], 0x5a);
+  cr_expect_eq(dev[N / 2], 0x5a);
+  cr_expect_eq(cudaev_future_wait(h2d, 5 * SEC), cudaSuccess);
+  for (int i = 0; i < 5000 && !atomic_load(&c.ran); i++) usleep(1000);
+  cr_expect_eq(c.first, 0x5a);
+  /* A cancelled D2H never writes the user's memory. */
+  memset(back, 0, N);
+  cudaev_future_t *k2, *d2, *g;
+  cr_assert_eq(kernel(loop, s, 50000, &k2), cudaSuccess);
+  cr_assert_eq(
+      cudaev_memcpy_async(loop, back, dev, N, cudaMemcpyDeviceToHost, (cudaStream_t)s, &d2),
+      cudaSuccess);
+  cr_expect_eq(cudaev_future_cancel(d2), 1);
+  cr_assert_eq(cudaev_future_done(d2, &g), cudaSuccess);
+  cr_expect_eq(cudaev_future_wait(k2, 5 * SEC), cudaSuccess);
+  cr_expect_eq(f_ssync(s), CUDA_SUCCESS);
+  usleep(20000);
+  cr_expect_eq(back[0], 0, "a cancelled copy wrote the user's memory");
+  cudaev_future_release(g);
+  cudaev_future_release(k2);
+  cudaev_future_release(d2);
+  cudaev_future_release(k);
+  cudaev_future_release(h2d);
+  cudaev_future_release(d2h);
+  for (int i = 0; i < 1000 && cudaev_loop_pending(loop) > 0; i++) usleep(1000);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+  free(host);
+  free(back);
+  free(dev);
+}
+
+Test(loop_gpu_fake, launch_ex_async_needs_a_config) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *f = (cudaev_future_t *)1;
+  cr_expect_eq(cudaev_launch_ex_async(loop, NULL, NULL, NULL, &f), cudaErrorInvalidValue);
+  cr_expect_null(f);
+  cudaLaunchConfig_t cfg = {.gridDim = {1, 1, 1}, .blockDim = {1, 1, 1}};
+  cr_expect_eq(cudaev_launch_ex_async(NULL, &cfg, NULL, NULL, &f), cudaErrorInvalidValue);
+  cudaev_loop_destroy(loop);
 }
 
 /* exit(0) with the default loop running and GPU work pending on it,

@@ -5,8 +5,10 @@
  * event, whichever the loop picks); its continuation checks that the
  * kernel has run: a future completed before its work (an inference across
  * submissions whose stream order the loop got wrong) fails the test.
- * Exactly-once and all-complete are checked too. A plain program (no
- * Criterion), also run under TSan (suite tsan). */
+ * Exactly-once and all-complete are checked too. Streams 2 and 4 belong to
+ * a second context (the loop's state for it is made by whichever thread
+ * submits first): each continuation must see its stream's context. A
+ * plain program (no Criterion), also run under TSan (suite tsan). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -117,6 +119,24 @@ static CUresult f_screate(CUstream *s, unsigned fl) {
   *s = (CUstream)(uintptr_t)(atomic_fetch_add(&nstreams, 1) + 1);
   return CUDA_SUCCESS;
 }
+/* The fake primary context (fake_driver.h) owns streams 1 and 3, B 2 and 4
+ * (2 and 1 are also the per-thread and legacy handles: those take the
+ * submitting thread's current context). */
+#define CTX_A ((CUcontext)(uintptr_t)0x1000)
+#define CTX_B ((CUcontext)(uintptr_t)0x2000)
+static CUcontext ctx_of_stream(CUstream s) {
+  uintptr_t i = (uintptr_t)s;
+  return i % 2 == 0 ? CTX_B : CTX_A;
+}
+static CUresult f_sgetctx(CUstream s, CUcontext *c, CUgreenCtx *green) {
+  (void)green;
+  uintptr_t i = (uintptr_t)s;
+  if (i >= 1 && i <= STREAMS) {
+    *c = ctx_of_stream(s);
+    return CUDA_SUCCESS;
+  }
+  return fake_ctx_get_current(c);
+}
 static CUresult f_sdestroy(CUstream s) { return (void)s, CUDA_SUCCESS; }
 static CUresult f_squery(CUstream s) {
   return idle(fs_of(s)) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
@@ -174,7 +194,7 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
 /* ---- the test ------------------------------------------------------------------ */
 
 static cudaev_loop_t *loop;
-static atomic_int completions, early, bad;
+static atomic_int completions, early, bad, wrong_ctx;
 static atomic_int once[N];
 
 static void done_cb(cudaev_future_t *f, cudaError_t s, void *u) {
@@ -183,6 +203,10 @@ static void done_cb(cudaev_future_t *f, cudaError_t s, void *u) {
   if (s != cudaSuccess) atomic_fetch_add(&bad, 1);
   if (atomic_load(&ran[id]) != 1) atomic_fetch_add(&early, 1);
   if (atomic_fetch_add(&once[id], 1) != 0) atomic_fetch_add(&bad, 1);
+  CUcontext c = NULL;
+  fake_ctx_get_current(&c);
+  if (c != ctx_of_stream((CUstream)(uintptr_t)((id / PER_THREAD) % STREAMS + 1)))
+    atomic_fetch_add(&wrong_ctx, 1);
   atomic_fetch_add(&completions, 1);
 }
 
@@ -192,9 +216,14 @@ static void *submit_main(void *arg) {
   for (int k = 0; k < PER_THREAD; k++) {
     int id = t * PER_THREAD + k;
     cudaev_future_t *f;
+    /* As an application with that device current would: stream 2 is also
+     * the per-thread handle, of the current context. */
+    bool in_b = ctx_of_stream(s) == CTX_B;
+    if (in_b) fake_ctx_push(CTX_B);
     CHECK(cudaev_launch_cufunc_async(loop, (struct CUfunc_st *)(uintptr_t)(id + 1), (dim3){1, 1, 1},
                                      (dim3){1, 1, 1}, NULL, 0, (cudaStream_t)s, &f) == cudaSuccess,
           "submission %d failed", id);
+    if (in_b) fake_ctx_pop(NULL);
     CHECK(cudaev_future_then(f, done_cb, (void *)(intptr_t)id) == cudaSuccess, "then failed");
     cudaev_future_release(f);
   }
@@ -206,6 +235,7 @@ int main(void) {
   fake_driver_loop(&t);
   t.cuStreamCreate = f_screate;
   t.cuStreamDestroy = f_sdestroy;
+  t.cuStreamGetCtx = f_sgetctx;
   t.cuStreamQuery = f_squery;
   t.cuStreamSynchronize = f_ssync;
   t.cuCtxSynchronize = f_csync;
@@ -227,12 +257,16 @@ int main(void) {
   for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, submit_main, (void *)(intptr_t)i);
   for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
   for (int i = 0; i < 30000 && atomic_load(&completions) < N; i++) usleep(1000);
-  int c = atomic_load(&completions), e = atomic_load(&early), b = atomic_load(&bad);
+  int c = atomic_load(&completions), e = atomic_load(&early), b = atomic_load(&bad),
+      w = atomic_load(&wrong_ctx);
   cudaev_loop_destroy(loop);
   atomic_store(&gpu_stop, 1);
   pthread_join(gpu, NULL);
-  printf("loop_gpu_threads: %d of %d completed, %d before their kernel ran, %d bad\n", c, N, e, b);
-  CHECK(c == N && e == 0 && b == 0, "FAIL");
+  printf(
+      "loop_gpu_threads: %d of %d completed, %d before their kernel ran, %d bad, %d with "
+      "another context current\n",
+      c, N, e, b, w);
+  CHECK(c == N && e == 0 && b == 0 && w == 0, "FAIL");
   printf("PASS\n");
   return 0;
 }

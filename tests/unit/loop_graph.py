@@ -11,8 +11,8 @@ import os
 import subprocess
 import sys
 
-GPU_SOURCE = ('gpu.c', 'gpu_marker.c', 'gpu_stream.c', 'gpu_poll.c', 'gpu_wake.c',
-              'gpu_submit.c', 'hostfn.c')
+GPU_SOURCE = ('gpu.c', 'gpu_ctx.c', 'gpu_marker.c', 'gpu_stream.c', 'gpu_poll.c', 'gpu_wake.c',
+              'gpu_submit.c', 'gpu_done.c', 'hostfn.c')
 
 
 def read(nm, archive):
