@@ -13,7 +13,8 @@
  * work was enqueued. What happened to the work later is the future's
  * outcome, also a cudaError_t: cudaSuccess, a CUDA error (sticky errors
  * such as cudaErrorIllegalAddress reach every pending future of the
- * context), or one of the two CUDAEV_ERROR_* values below.
+ * context), or one of the CUDAEV_ERROR_* values below (outside CUDA's
+ * range).
  *
  * Ownership. Every function that returns a cudaev_future_t * through an
  * `out` parameter gives the caller one reference; drop it with
@@ -43,15 +44,21 @@ struct CUfunc_st; /* the driver's CUfunction (cuda.h) */
 
 /* ---- outcomes ------------------------------------------------------------ */
 
+/* Our outcomes live outside every cudaError_t value the toolkit defines
+ * (CUDA 13's driver_types.h uses 0..1000 and cudaErrorApiFailureBase =
+ * 10000): CUDAEV_ERROR_BASE ("CE" in the high bytes) plus a small number.
+ * They are positive ints, like every cudaError_t; a unit test reads the
+ * toolkit's cudaError enum and fails if any of ours collides. */
+#define CUDAEV_ERROR_BASE           0x43450000
 /* The future was cancelled (cudaev_future_cancel) before it completed. The
  * GPU work itself was not stopped. */
-#define CUDAEV_ERROR_CANCELLED      ((cudaError_t)10000)
+#define CUDAEV_ERROR_CANCELLED      ((cudaError_t)(CUDAEV_ERROR_BASE + 1))
 /* The loop was destroyed while the future was pending. */
-#define CUDAEV_ERROR_LOOP_DESTROYED ((cudaError_t)10001)
+#define CUDAEV_ERROR_LOOP_DESTROYED ((cudaError_t)(CUDAEV_ERROR_BASE + 2))
 /* cudaev_loop_new_ev could not bind to libev: the library never links it,
  * and looks for the application's at run time (cudaev_loop_new_ev says
  * where). cudaev_error_string() says why. */
-#define CUDAEV_ERROR_NO_LIBEV       ((cudaError_t)10002)
+#define CUDAEV_ERROR_NO_LIBEV       ((cudaError_t)(CUDAEV_ERROR_BASE + 3))
 
 /* The name of an outcome: cudaGetErrorName's for CUDA errors,
  * "CUDAEV_ERROR_CANCELLED" and so on for ours. Static storage. Thread: any. */
@@ -136,8 +143,27 @@ cudaev_loop_t *cudaev_loop_default(void);
  * Thread: ev mode: the thread running the libev loop, not inside one of its
  * callbacks (or when ev_run is not running); foreign mode: the driving
  * thread, outside cudaev_loop_process; thread mode: any thread but the
- * loop's own. Not for cudaev_loop_default(). */
+ * loop's own. Not for cudaev_loop_default(). Called inside a callback of
+ * the same loop (a continuation, a posted function, a host function), it
+ * prints "cudaev: cudaev_loop_destroy inside a callback of the same loop"
+ * on stderr and aborts: the pass that runs the callback still uses the
+ * loop. */
 void cudaev_loop_destroy(cudaev_loop_t *loop);
+
+/* Keep-alive. In ev mode, a loop with pending futures (GPU work, promises,
+ * combinators) holds one reference on its libev loop (ev_ref), as libuv's
+ * active handles do, so ev_run does not return while work is pending; it
+ * drops it (ev_unref) after the pass in which the last one completed. Its
+ * watchers alone do not keep ev_run alive. cudaev_loop_ref adds a
+ * reference of the application's (the loop keeps ev_run alive while any is
+ * held, pending futures or not); cudaev_loop_unref drops one (an unmatched
+ * unref is ignored). The count of pending futures is taken at the end of
+ * each pass, so work submitted before ev_run starts counts from its first
+ * iteration. In thread mode the loop's thread runs regardless, and in
+ * foreign mode the application decides how long it drives the loop: there
+ * both only count. Thread: loop (ev mode: the ev_run thread). */
+void cudaev_loop_ref(cudaev_loop_t *loop);
+void cudaev_loop_unref(cudaev_loop_t *loop);
 
 /* Foreign mode: the fd to watch for readability (an eventfd). Owned by the
  * loop. Returns -1 for other modes. Thread: any. */
@@ -152,7 +178,11 @@ int cudaev_loop_timeout(cudaev_loop_t *loop);
 
 /* Foreign mode: does everything that is ready (drains the fd, submitted
  * work, GPU completions, continuations, the error watchdog). Never blocks
- * (except inside user callbacks). Thread: loop (one thread at a time). */
+ * (except inside user callbacks). A call with nothing ready (a spurious
+ * wakeup, a timer that fired early) does nothing and is harmless.
+ * Thread: loop (one thread at a time: a second thread calling it while
+ * another is inside prints "cudaev: two threads drive one loop at once"
+ * and aborts; a call from a callback on the driving thread is allowed). */
 void cudaev_loop_process(cudaev_loop_t *loop);
 
 /* The longest the loop spins on GPU completion words before it sleeps, in
@@ -208,7 +238,12 @@ cudaev_future_t *cudaev_future_retain(cudaev_future_t *f);
 /* Drops a reference. The future is freed (and its user data destructor
  * called, on the releasing thread) when the last reference goes; pending
  * work and continuations hold references of their own, so releasing a
- * pending future does not cancel it. NULL is ignored. Thread: any. */
+ * pending future does not cancel it. NULL is ignored.
+ * Debugging: with CUDAEV_DEBUG=1 in the environment (read when the library
+ * loads), a freed future is poisoned and kept from reuse for a while (the
+ * last 4096), and a release too many, or any cudaev_future_* or
+ * cudaev_promise_set call on a freed future, prints "cudaev:
+ * <function> on a future already freed" and aborts. Thread: any. */
 void cudaev_future_release(cudaev_future_t *f);
 
 /* Attaches user data; dtor (may be NULL) runs when the future is freed.

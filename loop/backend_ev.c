@@ -15,8 +15,23 @@ struct ev_state {
   ev_timer timer;
 };
 
+/* Keep-alive, as libuv's active handles: while futures are pending (or the
+ * application holds cudaev_loop_ref), the loop holds one reference on the
+ * libev loop, so ev_run does not return under pending work. */
+static void ev_keep(struct cudaev_loop *loop) {
+  bool want =
+      loop->user_refs > 0 || atomic_load_explicit(&loop->npending_pub, memory_order_relaxed) > 0;
+  if (want == loop->host_refd) return;
+  loop->host_refd = want;
+  if (want)
+    cudaev__ev.ref(loop->evl);
+  else
+    cudaev__ev.unref(loop->evl);
+}
+
 static void after_pass(struct ev_loop *evl, struct cudaev_loop *loop, bool more) {
   struct ev_state *s = loop->be_state;
+  ev_keep(loop);
   if (more)
     cudaev__ev.idle_start(evl, &s->idle); /* idle watchers make libev poll without blocking */
   else
@@ -77,6 +92,8 @@ static void ev_stop_(struct cudaev_loop *loop) {
   if (s == NULL) return;
   cudaev__ev.ref(loop->evl);
   cudaev__ev.ref(loop->evl);
+  if (loop->host_refd) cudaev__ev.unref(loop->evl);
+  loop->host_refd = false;
   cudaev__ev.io_stop(loop->evl, &s->io);
   cudaev__ev.prepare_stop(loop->evl, &s->prep);
   cudaev__ev.idle_stop(loop->evl, &s->idle);
@@ -85,4 +102,4 @@ static void ev_stop_(struct cudaev_loop *loop) {
   loop->be_state = NULL;
 }
 
-const struct cudaev__backend cudaev__backend_ev = {ev_start_, ev_stop_};
+const struct cudaev__backend cudaev__backend_ev = {ev_start_, ev_stop_, ev_keep};

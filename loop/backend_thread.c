@@ -201,7 +201,7 @@ static void thread_stop(struct cudaev_loop *loop) {
   cudaev__free(t, sizeof *t);
 }
 
-const struct cudaev__backend cudaev__backend_thread = {thread_start, thread_stop};
+const struct cudaev__backend cudaev__backend_thread = {thread_start, thread_stop, NULL};
 
 CUDAEV_EXPORT cudaev_loop_t *cudaev_loop_default(void) {
   struct cudaev_loop *l = atomic_load_explicit(&default_loop, memory_order_acquire);

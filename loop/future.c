@@ -53,19 +53,27 @@ struct cudaev_future *cudaev__future_new(struct cudaev_loop *loop, int kind) {
 }
 
 CUDAEV_EXPORT cudaev_future_t *cudaev_future_retain(cudaev_future_t *f) {
-  if (f != NULL) atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+  if (f == NULL) return f;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_retain");
+  atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
   return f;
 }
 
 CUDAEV_EXPORT void cudaev_future_release(cudaev_future_t *f) {
   if (f == NULL) return;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_release");
   if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1) return;
   if (f->dtor != NULL) f->dtor(f->user);
-  cudaev__free(f, sizeof *f);
+  if (__builtin_expect(cudaev__debug, 0))
+    cudaev__future_quarantine(f);
+  else
+    cudaev__free(f, sizeof *f);
 }
 
 CUDAEV_EXPORT void cudaev_future_set_user(cudaev_future_t *f, void *user, cudaev_dtor dtor) {
-  if (f == NULL || f->kind == CUDAEV__K_HOSTFN) return;
+  if (f == NULL) return;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_set_user");
+  if (f->kind == CUDAEV__K_HOSTFN) return;
   f->user = user;
   f->dtor = dtor;
 }
@@ -281,7 +289,9 @@ void cudaev__future_msg(struct cudaev_loop *loop, struct cudaev__msg *m) {
 /* ---- public: continuations, state, wait, cancel ----------------------- */
 
 CUDAEV_EXPORT cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_cb cb, void *user) {
-  if (f == NULL || cb == NULL || f->kind == CUDAEV__K_HOSTFN) return cudaErrorInvalidValue;
+  if (f == NULL || cb == NULL) return cudaErrorInvalidValue;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_then");
+  if (f->kind == CUDAEV__K_HOSTFN) return cudaErrorInvalidValue;
   if (!(atomic_fetch_or_explicit(&f->msg_bits, CUDAEV__C0_TAKEN, memory_order_relaxed) &
         CUDAEV__C0_TAKEN)) {
     /* The inline first continuation: no allocation. */
@@ -312,17 +322,21 @@ CUDAEV_EXPORT cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_c
 
 CUDAEV_EXPORT int cudaev_future_ready(const cudaev_future_t *f) {
   if (f == NULL) return 0;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_ready");
   return (atomic_load_explicit(&((cudaev_future_t *)f)->state, memory_order_acquire) &
           CUDAEV__STATE_MASK) == CUDAEV__DONE;
 }
 
 CUDAEV_EXPORT cudaError_t cudaev_future_result(const cudaev_future_t *f) {
   if (f == NULL) return cudaErrorInvalidValue;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_result");
   return cudaev_future_ready(f) ? f->result : cudaErrorNotReady;
 }
 
 CUDAEV_EXPORT int cudaev_future_cancel(cudaev_future_t *f) {
-  if (f == NULL || f->kind == CUDAEV__K_HOSTFN) return 0;
+  if (f == NULL) return 0;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_cancel");
+  if (f->kind == CUDAEV__K_HOSTFN) return 0;
   return cudaev__future_try_complete(f, CUDAEV_ERROR_CANCELLED);
 }
 
@@ -338,6 +352,7 @@ static bool self_complete(const struct cudaev__source_ops *src, struct cudaev_fu
 
 CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout_ns) {
   if (f == NULL) return cudaErrorInvalidValue;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_wait");
   if (cudaev__tls_loop != NULL && cudaev__tls_loop == f->loop) return cudaErrorNotPermitted;
   uint64_t start = cudaev__now_ns();
   uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
@@ -382,7 +397,9 @@ CUDAEV_EXPORT cudaError_t cudaev_promise_new(cudaev_loop_t *loop, cudaev_future_
 }
 
 CUDAEV_EXPORT cudaError_t cudaev_promise_set(cudaev_future_t *f, cudaError_t status) {
-  if (f == NULL || f->kind != CUDAEV__K_PROMISE) return cudaErrorInvalidValue;
+  if (f == NULL) return cudaErrorInvalidValue;
+  CUDAEV__CHECK_LIVE(f, "cudaev_promise_set");
+  if (f->kind != CUDAEV__K_PROMISE) return cudaErrorInvalidValue;
   return cudaev__future_try_complete(f, status) ? cudaSuccess : cudaErrorIllegalState;
 }
 

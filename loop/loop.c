@@ -137,7 +137,7 @@ static bool foreign_start(struct cudaev_loop *loop) {
 }
 static void foreign_stop(struct cudaev_loop *loop) {}
 
-const struct cudaev__backend cudaev__backend_foreign = {foreign_start, foreign_stop};
+const struct cudaev__backend cudaev__backend_foreign = {foreign_start, foreign_stop, NULL};
 
 /* ---- public ---------------------------------------------------------------------- */
 
@@ -184,6 +184,10 @@ CUDAEV_EXPORT cudaError_t cudaev_loop_new_thread(cudaev_loop_t **out) {
 
 CUDAEV_EXPORT void cudaev_loop_destroy(cudaev_loop_t *loop) {
   if (loop == NULL || loop->is_default) return;
+  if (cudaev__on_loop(loop))
+    cudaev__die(
+        "cudaev_loop_destroy inside a callback of the same loop; destroy it from "
+        "outside its callbacks (cudaev_loop_post cannot help: it runs on the loop)");
   loop->be->stop(loop);
   /* From here the calling thread is the loop thread. */
   cudaev__loop_process(loop);
@@ -215,8 +219,30 @@ CUDAEV_EXPORT int cudaev_loop_timeout(cudaev_loop_t *loop) {
 
 CUDAEV_EXPORT void cudaev_loop_process(cudaev_loop_t *loop) {
   if (loop == NULL) return;
+  /* One driver at a time: the pass's state has no lock. The address of a
+   * thread-local tells threads apart; a nested call (from a callback on the
+   * same thread) is the same driver. */
+  void *me = &cudaev__tls_loop;
+  void *was = atomic_exchange_explicit(&loop->driver, me, memory_order_acquire);
+  if (was != NULL && was != me)
+    cudaev__die(
+        "two threads drive one loop at once (cudaev_loop_process); a foreign loop has "
+        "one driving thread at a time");
   /* More work ready: make the fd readable so the driving loop returns. */
   if (cudaev__loop_process(loop)) cudaev__loop_wake(loop);
+  if (was == NULL) atomic_store_explicit(&loop->driver, NULL, memory_order_release);
+}
+
+CUDAEV_EXPORT void cudaev_loop_ref(cudaev_loop_t *loop) {
+  if (loop == NULL) return;
+  loop->user_refs++;
+  if (loop->be->keep != NULL) loop->be->keep(loop);
+}
+
+CUDAEV_EXPORT void cudaev_loop_unref(cudaev_loop_t *loop) {
+  if (loop == NULL || loop->user_refs == 0) return;
+  loop->user_refs--;
+  if (loop->be->keep != NULL) loop->be->keep(loop);
 }
 
 CUDAEV_EXPORT void cudaev_loop_set_spin(cudaev_loop_t *loop, unsigned max_us) {

@@ -32,13 +32,28 @@
 void *cudaev__alloc(size_t size);
 void cudaev__free(void *p, size_t size);
 
+/* ---- misuse (loop/debug.c) --------------------------------------------- */
+
+/* CUDAEV_DEBUG=1 in the environment (read at load): freed futures are
+ * poisoned and quarantined, and the public future calls check them. */
+extern bool cudaev__debug;
+/* Prints "cudaev: msg" on stderr and aborts. Thread: any. */
+_Noreturn void cudaev__die(const char *msg);
+struct cudaev_future;
+/* CUDAEV_DEBUG: names `call` and the freed future, then aborts. */
+_Noreturn void cudaev__future_misuse(const struct cudaev_future *f, const char *call);
+/* CUDAEV_DEBUG: poisons a future whose last reference went and keeps it
+ * from reuse for a while (the oldest quarantined is freed). */
+void cudaev__future_quarantine(struct cudaev_future *f);
+
 /* ---- messages to the loop (on the MPSC queue, mpsc.h) ------------------- */
 
 enum cudaev__msg_kind {
-  CUDAEV__MSG_FUTURE = 1, /* a future with msg_bits set */
-  CUDAEV__MSG_THEN,       /* a continuation added off the loop thread */
-  CUDAEV__MSG_CALL,       /* cudaev_loop_post */
-  CUDAEV__MSG_RUN,        /* a struct cudaev__run_msg: device notifications */
+  CUDAEV__MSG_FUTURE = 1,     /* a future with msg_bits set */
+  CUDAEV__MSG_THEN,           /* a continuation added off the loop thread */
+  CUDAEV__MSG_CALL,           /* cudaev_loop_post */
+  CUDAEV__MSG_RUN,            /* a struct cudaev__run_msg: device notifications */
+  CUDAEV__MSG_FREED = 0xdead, /* CUDAEV_DEBUG: a freed future's poison */
 };
 
 struct cudaev__msg {
@@ -155,6 +170,14 @@ struct cudaev_future {
 _Static_assert(sizeof(struct cudaev_future) <= 128,
                "a pending future costs at most 128 bytes, its first continuation included");
 
+/* CUDAEV_DEBUG: aborts naming `call` when f was freed (poisoned). One
+ * load of a global while CUDAEV_DEBUG is off. */
+#define CUDAEV__CHECK_LIVE(f, call)                                               \
+  do {                                                                            \
+    if (__builtin_expect(cudaev__debug, 0) && (f)->msg.kind == CUDAEV__MSG_FREED) \
+      cudaev__future_misuse((f), (call));                                         \
+  } while (0)
+
 /* Allocates a future of `kind` with refs = 1 (the caller's). */
 struct cudaev_future *cudaev__future_new(struct cudaev_loop *loop, int kind);
 
@@ -260,6 +283,10 @@ struct cudaev__backend {
   bool (*start)(struct cudaev_loop *loop);
   /* Stops and frees the backend's state; from the destroying thread. */
   void (*stop)(struct cudaev_loop *loop);
+  /* Loop thread, after a pass and on cudaev_loop_ref/_unref: whether the
+   * loop keeps its host loop running (pending futures or the
+   * application's references) changed, maybe. NULL: nothing to do. */
+  void (*keep)(struct cudaev_loop *loop);
 };
 
 extern const struct cudaev__backend cudaev__backend_ev;
@@ -277,6 +304,13 @@ struct cudaev_loop {
   _Atomic uint32_t spin_max_us;
   _Atomic size_t npending_pub; /* published count for cudaev_loop_pending */
   _Atomic uint32_t stopping;
+  /* Foreign mode: a per-thread address of the thread inside
+   * cudaev_loop_process, so that a second thread is caught. */
+  _Atomic(void *) driver;
+  /* ev mode, loop thread: cudaev_loop_ref count, and whether the loop
+   * holds a reference on the host loop (backend_ev.c). */
+  uint32_t user_refs;
+  bool host_refd;
   /* The process's default loop, which cudaev_loop_destroy leaves alone:
    * set before the loop is published (backend_thread.c), cleared in a fork
    * child, where the default loop is a new one. */
