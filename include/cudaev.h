@@ -59,6 +59,8 @@ struct CUfunc_st; /* the driver's CUfunction (cuda.h) */
  * and looks for the application's at run time (cudaev_loop_new_ev says
  * where). cudaev_error_string() says why. */
 #define CUDAEV_ERROR_NO_LIBEV       ((cudaError_t)(CUDAEV_ERROR_BASE + 3))
+/* The deadline of cudaev_future_timeout passed before its input completed. */
+#define CUDAEV_ERROR_TIMEOUT        ((cudaError_t)(CUDAEV_ERROR_BASE + 4))
 
 /* The name of an outcome: cudaGetErrorName's for CUDA errors,
  * "CUDAEV_ERROR_CANCELLED" and so on for ours. Static storage. Thread: any. */
@@ -284,6 +286,32 @@ cudaError_t cudaev_when_any(cudaev_loop_t *loop, cudaev_future_t *const *fs, siz
 /* The index of the input that completed a when_any future; (size_t)-1
  * while pending or for other futures. Thread: any. */
 size_t cudaev_when_any_index(const cudaev_future_t *f);
+
+/* ---- timers and deadlines -------------------------------------------------- */
+
+/* A future that completes with cudaSuccess once `ns` nanoseconds (of
+ * CLOCK_MONOTONIC) have passed, on the loop thread (never earlier; later by
+ * however long the loop takes to get there). The loop sleeps no longer
+ * than its nearest deadline in every mode (thread mode's ppoll, ev mode's
+ * ev_timer, foreign mode's cudaev_loop_timeout). cudaev_future_cancel
+ * completes it at once with CUDAEV_ERROR_CANCELLED and takes it off the
+ * loop's timers. A pending timer counts in cudaev_loop_pending (and keeps
+ * ev_run alive in ev mode). If the loop is destroyed first it completes
+ * with CUDAEV_ERROR_LOOP_DESTROYED.
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL loop or out) or
+ * cudaErrorMemoryAllocation. Ownership: *out is the caller's reference
+ * (cudaev_future_release). Thread: any. */
+cudaError_t cudaev_timer_future(cudaev_loop_t *loop, uint64_t ns, cudaev_future_t **out);
+
+/* A future that completes with f's outcome if f completes within `ns`
+ * nanoseconds, else with CUDAEV_ERROR_TIMEOUT when they pass. f is not
+ * cancelled (cancel it yourself if the work is no longer wanted) and stays
+ * owned by the caller; the new future holds what it needs. Not for host
+ * function futures' internals (any future an API returned is fine).
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL f or out) or
+ * cudaErrorMemoryAllocation. Ownership: *out is the caller's reference.
+ * Thread: any. */
+cudaError_t cudaev_future_timeout(cudaev_future_t *f, uint64_t ns, cudaev_future_t **out);
 
 /* ---- GPU completion sources ---------------------------------------------- */
 /* Each enqueues its work on `stream`, then a completion marker, and returns

@@ -25,7 +25,8 @@ _Noreturn void cudaev__die(const char *msg) {
 
 _Noreturn void cudaev__future_misuse(const struct cudaev_future *f, const char *call) {
   char buf[256];
-  snprintf(buf, sizeof buf, "%s on a future already freed (%p): a release too many, or a use after the last release",
+  snprintf(buf, sizeof buf,
+           "%s on a future already freed (%p): a release too many, or a use after the last release",
            call, (const void *)f);
   cudaev__die(buf);
 }

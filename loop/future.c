@@ -23,6 +23,7 @@ CUDAEV_EXPORT const char *cudaev_error_name(cudaError_t e) {
   if (e == CUDAEV_ERROR_CANCELLED) return "CUDAEV_ERROR_CANCELLED";
   if (e == CUDAEV_ERROR_LOOP_DESTROYED) return "CUDAEV_ERROR_LOOP_DESTROYED";
   if (e == CUDAEV_ERROR_NO_LIBEV) return "CUDAEV_ERROR_NO_LIBEV";
+  if (e == CUDAEV_ERROR_TIMEOUT) return "CUDAEV_ERROR_TIMEOUT";
   return cudaGetErrorName(e);
 }
 
@@ -31,6 +32,7 @@ CUDAEV_EXPORT const char *cudaev_error_string(cudaError_t e) {
   if (e == CUDAEV_ERROR_LOOP_DESTROYED)
     return "the loop was destroyed while the future was pending";
   if (e == CUDAEV_ERROR_NO_LIBEV) return cudaev__libev_why();
+  if (e == CUDAEV_ERROR_TIMEOUT) return "the deadline passed before the future completed";
   return cudaGetErrorString(e);
 }
 
@@ -128,8 +130,10 @@ bool cudaev__future_try_complete(struct cudaev_future *f, cudaError_t status) {
 
 #define LISTED_KINDS ((1u << CUDAEV__K_PROMISE) | (1u << CUDAEV__K_ALL) | (1u << CUDAEV__K_ANY))
 
-/* Promises and combinators: on the pending list until they fire. */
-static bool is_listed(const struct cudaev_future *f) { return (LISTED_KINDS >> f->kind) & 1u; }
+/* Promises and combinators (on the pending list) and timers (in their
+ * heap): the loop holds a reference until they fire. */
+#define HELD_KINDS (LISTED_KINDS | (1u << CUDAEV__K_TIMER))
+static bool is_held(const struct cudaev_future *f) { return (HELD_KINDS >> f->kind) & 1u; }
 
 /* ---- the promise source: the pending list (loop thread) ----------------- */
 
@@ -186,6 +190,7 @@ const struct cudaev__source_ops cudaev__source_promise = {
     .kinds = LISTED_KINDS,
     .fini = promise_fini,
     .track = promise_track,
+    .untrack = pend_del,
     .pending = promise_pending,
 };
 
@@ -217,8 +222,8 @@ void cudaev__future_fire(struct cudaev_future *f) {
   if (f->fired) return;
   f->fired = 1;
   cudaev_future_retain(f); /* alive until the last continuation ran */
-  bool listed = is_listed(f);
-  if (listed) pend_del(f->loop, f);
+  bool listed = is_held(f);
+  if (listed) f->loop->src_of[f->kind]->untrack(f->loop, f);
   /* The inline first continuation, when it was published in time. */
   if (atomic_fetch_or_explicit(&f->msg_bits, CUDAEV__C0_CLOSED, memory_order_acq_rel) &
       CUDAEV__C0_READY) {

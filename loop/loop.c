@@ -12,6 +12,7 @@
 /* Every kind of completion source, in the order a pass runs them. */
 static const struct cudaev__source_ops *const sources[CUDAEV__NSOURCES] = {
     &cudaev__source_promise,
+    &cudaev__source_timer,
     &cudaev__source_gpu,
 };
 

@@ -90,6 +90,7 @@ enum cudaev__fkind {
   CUDAEV__K_ANY,
   CUDAEV__K_GPU,    /* completion word (or pooled event) on a stream */
   CUDAEV__K_HOSTFN, /* internal: the loop-thread host function trigger */
+  CUDAEV__K_TIMER,  /* completes at a deadline (loop/timer.c) */
   CUDAEV__K_COUNT
 };
 
@@ -135,7 +136,7 @@ struct cudaev_future {
                                       outcome is aux.hostfn_result); word
                                       path: owns the gate word `gate` */
   union {
-    uint32_t pend_idx; /* PROMISE/ALL/ANY: index in loop->pend */
+    uint32_t pend_idx; /* PROMISE/ALL/ANY: index in loop->pend; TIMER: in the heap */
     uint32_t word;     /* GPU/HOSTFN: completion word index */
   } x;
   struct cudaev_loop *loop;
@@ -149,9 +150,10 @@ struct cudaev_future {
   union {
     struct {
       union {
-        CUevent ev;     /* GPU, event path */
-        uint64_t left;  /* ALL: inputs still pending */
-        uint64_t index; /* ANY: winning input */
+        CUevent ev;        /* GPU, event path */
+        uint64_t left;     /* ALL: inputs still pending */
+        uint64_t index;    /* ANY: winning input */
+        uint64_t deadline; /* TIMER: cudaev__now_ns() when it completes */
       };
       void *c0_user; /* the inline first continuation's (not HOSTFN) */
     };
@@ -245,6 +247,10 @@ struct cudaev__source_ops {
    * spins or arms wakeups as the source sees fit, and returns the longest
    * the loop may block in ns (UINT64_MAX: until woken; 0: not at all). */
   uint64_t (*before_sleep)(struct cudaev_loop *loop);
+  /* Loop thread, when a future of its kinds that the loop holds a
+   * reference for until it fires (promises, combinators, timers) fires:
+   * takes it off the source's lists; the firing drops that reference. */
+  void (*untrack)(struct cudaev_loop *loop, struct cudaev_future *f);
   /* Futures it tracks (cudaev_loop_pending). */
   size_t (*pending)(struct cudaev_loop *loop);
   /* Process exit, with the loop thread stopped (or calling exit itself):
@@ -255,8 +261,9 @@ struct cudaev__source_ops {
 
 /* The sources, in the order the loop runs them (loop.c lists them). */
 extern const struct cudaev__source_ops cudaev__source_promise; /* future.c */
+extern const struct cudaev__source_ops cudaev__source_timer;   /* timer.c */
 extern const struct cudaev__source_ops cudaev__source_gpu;     /* gpu.c */
-#define CUDAEV__NSOURCES 2
+#define CUDAEV__NSOURCES 3
 
 /* ---- the loop ----------------------------------------------------------- */
 
@@ -326,6 +333,9 @@ struct cudaev_loop {
   /* The promise source's (future.c): promises and combinators not fired. */
   struct cudaev_future **pend;
   uint32_t npend, cap_pend;
+  /* The timer source's (timer.c): a min-heap of pending timers by
+   * deadline; NULL once finalized. */
+  struct cudaev__timers *timers;
   /* The GPU source's (gpu*.c): its state, NULL when the runtime could not
    * start, and why. */
   struct cudaev__gpu *gpu;

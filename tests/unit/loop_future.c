@@ -197,9 +197,9 @@ Test(loop_future, outcomes_outside_cuda) {
   int n = cuda_error_values(vals, 4096);
   cr_assert_gt(n, 100, "parsed only %d cudaError values", n);
   const cudaError_t ours[] = {CUDAEV_ERROR_CANCELLED, CUDAEV_ERROR_LOOP_DESTROYED,
-                              CUDAEV_ERROR_NO_LIBEV};
+                              CUDAEV_ERROR_NO_LIBEV, CUDAEV_ERROR_TIMEOUT};
   const char *names[] = {"CUDAEV_ERROR_CANCELLED", "CUDAEV_ERROR_LOOP_DESTROYED",
-                         "CUDAEV_ERROR_NO_LIBEV"};
+                         "CUDAEV_ERROR_NO_LIBEV", "CUDAEV_ERROR_TIMEOUT"};
   int found_base = 0;
   for (int i = 0; i < n; i++) found_base |= vals[i] == 10000;
   cr_expect(found_base, "cudaErrorApiFailureBase (10000) not parsed");
