@@ -178,6 +178,28 @@ int cudaev_loop_fd(cudaev_loop_t *loop);
  * that make the fd readable when the GPU finishes. Thread: loop. */
 int cudaev_loop_timeout(cudaev_loop_t *loop);
 
+/* Foreign mode: cudaev_loop_timeout in nanoseconds (-1: until the fd is
+ * readable; 0: call cudaev_loop_process now), for loops whose timers are
+ * finer than a millisecond. Same spin and arming. Thread: loop. */
+int64_t cudaev_loop_timeout_ns(cudaev_loop_t *loop);
+
+/* Foreign mode, for loops without a hook right before they block (curl's
+ * CURLMOPT_TIMERFUNCTION pattern): cb(loop, timeout_ns, user) is called
+ * whenever the deadline the application must honour changes: once now
+ * (inside this call), then at the end of a cudaev_loop_process call after
+ * which the deadline moved. timeout_ns is how long from now the
+ * application may wait before calling cudaev_loop_process (0: at once;
+ * -1: no deadline, wait for the fd). Replace the previous deadline with
+ * it. The callback may not call cudaev_loop_process itself (schedule it).
+ * Calling cudaev_loop_process early or spuriously is harmless: nothing
+ * completes before its time. A NULL cb stops the calls. The deadline
+ * includes the loop's timers, its GPU wakeups and watchdog, and "more work
+ * ready" (0). Thread: loop (cb runs on the thread calling this or
+ * cudaev_loop_process). */
+void cudaev_loop_set_timer_cb(cudaev_loop_t *loop,
+                              void (*cb)(cudaev_loop_t *loop, int64_t timeout_ns, void *user),
+                              void *user);
+
 /* Foreign mode: does everything that is ready (drains the fd, submitted
  * work, GPU completions, continuations, the error watchdog). Never blocks
  * (except inside user callbacks). A call with nothing ready (a spurious

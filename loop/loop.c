@@ -218,6 +218,26 @@ CUDAEV_EXPORT int cudaev_loop_timeout(cudaev_loop_t *loop) {
   return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
+/* Push-style deadline (curl's CURLMOPT_TIMERFUNCTION): after a pass, the
+ * sources' before_sleep (spin, arm wakeups, nearest deadline) as the
+ * application would call cudaev_loop_timeout before blocking; the callback
+ * hears when the absolute deadline moved. */
+static void tell_timer(struct cudaev_loop *loop) {
+  uint64_t t = cudaev__loop_before_sleep(loop);
+  uint64_t at = t == UINT64_MAX ? UINT64_MAX : cudaev__now_ns() + t;
+  /* The same deadline read a few us later is no news (10 us slack). */
+  uint64_t told = loop->timer_told;
+  if (t != 0 && (at == told || (at != UINT64_MAX && told != UINT64_MAX &&
+                                (at > told ? at - told : told - at) < 10000)))
+    return;
+  loop->timer_told = at;
+  loop->timer_cb(loop,
+                 t == UINT64_MAX ? -1
+                 : t > INT64_MAX ? INT64_MAX
+                                 : (int64_t)t,
+                 loop->timer_user);
+}
+
 CUDAEV_EXPORT void cudaev_loop_process(cudaev_loop_t *loop) {
   if (loop == NULL) return;
   /* One driver at a time: the pass's state has no lock. The address of a
@@ -231,7 +251,24 @@ CUDAEV_EXPORT void cudaev_loop_process(cudaev_loop_t *loop) {
         "one driving thread at a time");
   /* More work ready: make the fd readable so the driving loop returns. */
   if (cudaev__loop_process(loop)) cudaev__loop_wake(loop);
+  if (loop->timer_cb != NULL) tell_timer(loop);
   if (was == NULL) atomic_store_explicit(&loop->driver, NULL, memory_order_release);
+}
+
+CUDAEV_EXPORT int64_t cudaev_loop_timeout_ns(cudaev_loop_t *loop) {
+  if (loop == NULL) return -1;
+  uint64_t t = cudaev__loop_before_sleep(loop);
+  return t > INT64_MAX ? -1 : (int64_t)t;
+}
+
+CUDAEV_EXPORT void cudaev_loop_set_timer_cb(cudaev_loop_t *loop,
+                                            void (*cb)(cudaev_loop_t *, int64_t, void *),
+                                            void *user) {
+  if (loop == NULL) return;
+  loop->timer_cb = cb;
+  loop->timer_user = user;
+  loop->timer_told = UINT64_MAX - 1; /* differs from any deadline: the next pass tells */
+  if (cb != NULL) tell_timer(loop);
 }
 
 CUDAEV_EXPORT void cudaev_loop_ref(cudaev_loop_t *loop) {

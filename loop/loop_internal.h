@@ -318,6 +318,11 @@ struct cudaev_loop {
    * holds a reference on the host loop (backend_ev.c). */
   uint32_t user_refs;
   bool host_refd;
+  /* Foreign mode, loop thread: cudaev_loop_set_timer_cb's, and the
+   * deadline it was last told (cudaev__now_ns; UINT64_MAX: none). */
+  void (*timer_cb)(struct cudaev_loop *loop, int64_t timeout_ns, void *user);
+  void *timer_user;
+  uint64_t timer_told;
   /* The process's default loop, which cudaev_loop_destroy leaves alone:
    * set before the loop is published (backend_thread.c), cleared in a fork
    * child, where the default loop is a new one. */

@@ -20,7 +20,9 @@ static uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static void flag_cb(cudaev_future_t *f, cudaError_t s, void *u) { atomic_store((atomic_int *)u, 1); }
+static void flag_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  atomic_store((atomic_int *)u, 1);
+}
 
 /* Drives a foreign loop with epoll, honouring cudaev_loop_timeout, until
  * *flag is set. */
@@ -187,4 +189,55 @@ Test(loop_timer, destroy_fails_pending_timers) {
   cudaev_future_release(t);
   cudaev_future_release(p);
   cudaev_future_release(g);
+}
+
+/* Push-style deadlines: the application never asks cudaev_loop_timeout;
+ * it waits as long as the last callback said. */
+struct told {
+  int calls;
+  int64_t ns;
+};
+static void timer_told(cudaev_loop_t *loop, int64_t ns, void *u) {
+  struct told *t = u;
+  t->calls++;
+  t->ns = ns;
+}
+
+Test(loop_timer, foreign_timer_cb) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_loop_process(loop);
+  struct told t = {0};
+  cudaev_loop_set_timer_cb(loop, timer_told, &t);
+  cr_expect_eq(t.calls, 1);
+  cr_expect_eq(t.ns, -1);
+  cr_expect_eq(cudaev_loop_timeout_ns(loop), -1);
+  uint64_t t0 = now_ns();
+  cudaev_future_t *f;
+  cr_assert_eq(cudaev_timer_future(loop, 25 * MS, &f), cudaSuccess);
+  atomic_int done = 0;
+  cudaev_future_then(f, flag_cb, &done);
+  cudaev_loop_process(loop); /* the fd said so: the submission */
+  cr_expect_eq(t.calls, 2);
+  cr_expect(t.ns > 20 * (int64_t)MS && t.ns <= 25 * (int64_t)MS, "told %lld", (long long)t.ns);
+  int64_t ns = cudaev_loop_timeout_ns(loop);
+  cr_expect(ns > 0 && ns <= 25 * (int64_t)MS);
+  /* Spurious calls: no early completion, no new deadline. */
+  for (int i = 0; i < 1000; i++) cudaev_loop_process(loop);
+  if (now_ns() - t0 < 25 * MS) cr_expect_eq(atomic_load(&done), 0);
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLIN};
+  epoll_ctl(ep, EPOLL_CTL_ADD, cudaev_loop_fd(loop), &ev);
+  while (!atomic_load(&done)) {
+    struct epoll_event got;
+    int ms = t.ns < 0 ? 1000 : (int)((t.ns + 999999) / 1000000);
+    epoll_wait(ep, &got, 1, ms);
+    cudaev_loop_process(loop);
+  }
+  close(ep);
+  cr_expect_geq(now_ns() - t0, 25 * MS);
+  cr_expect_eq(t.ns, -1); /* nothing left: no deadline */
+  cudaev_loop_set_timer_cb(loop, NULL, NULL);
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
 }
