@@ -224,6 +224,40 @@ cudaError_t cudaev_loop_post(cudaev_loop_t *loop, cudaev_loop_fn fn, void *user)
  * Thread: any. */
 size_t cudaev_loop_pending(cudaev_loop_t *loop);
 
+/* Counters of a loop, for dashboards and debugging. Each counts from the
+ * loop's creation and only grows. */
+struct cudaev_loop_stats {
+  size_t size;           /* bytes cudaev_loop_stats filled in */
+  uint64_t passes;       /* processing passes */
+  uint64_t wakeups;      /* passes that found the wakeup fd written */
+  uint64_t completions;  /* futures whose continuations ran (fired) */
+  uint64_t timers_fired; /* timers that completed at their deadline */
+};
+
+/* Copies the loop's counters into *out: the first min(size, sizeof(struct
+ * cudaev_loop_stats)) bytes, so that a program built against an older,
+ * shorter struct keeps working when the struct grows (pass sizeof *out);
+ * out->size says how many bytes were filled. Returns cudaSuccess, or
+ * cudaErrorInvalidValue (NULL loop or out, size < sizeof(size_t)).
+ * Thread: any (each counter is exact on the loop thread, recent
+ * elsewhere). */
+cudaError_t cudaev_loop_stats(cudaev_loop_t *loop, struct cudaev_loop_stats *out, size_t size);
+
+/* Log levels of cudaev_set_log. */
+#define CUDAEV_LOG_ERROR 0 /* a misuse the library aborts on right after */
+#define CUDAEV_LOG_WARN  1 /* something wrong the library survived */
+/* A log hook: level, the message (one line, "cudaev: ...", no newline;
+ * valid during the call), the user pointer given to cudaev_set_log. */
+typedef void (*cudaev_log_fn)(int level, const char *msg, void *user);
+
+/* Sends the library's rare messages to fn instead of stderr (NULL: back to
+ * stderr). The fatal misuse messages (cudaev_loop_destroy inside a
+ * callback, two threads driving one loop, CUDAEV_DEBUG's freed futures)
+ * go there too, right before the abort. fn may run on any thread,
+ * concurrently, and must not call into cudaev. Calls racing a change may
+ * still reach the previous hook. Thread: any. */
+void cudaev_set_log(cudaev_log_fn fn, void *user);
+
 /* ---- futures ------------------------------------------------------------- */
 
 /* Adds a continuation. It runs exactly once, on the loop thread, with the

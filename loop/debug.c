@@ -17,9 +17,46 @@ __attribute__((constructor)) static void debug_init(void) {
   cudaev__debug = e != NULL && *e != '\0' && strcmp(e, "0") != 0;
 }
 
-_Noreturn void cudaev__die(const char *msg) {
-  fprintf(stderr, "cudaev: %s\n", msg);
+/* cudaev_set_log's hook, read and written as one pointer to a pair. */
+struct log_hook {
+  cudaev_log_fn fn;
+  void *user;
+};
+static _Atomic(struct log_hook *) log_hook;
+static struct log_hook log_hooks[2];
+static _Atomic unsigned log_slot;
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+CUDAEV_EXPORT void cudaev_set_log(cudaev_log_fn fn, void *user) {
+  /* Two slots, alternated under a lock: a reader holding the old pair
+   * sees it whole (a later replacement of the same slot after the next
+   * call is the documented limit). */
+  pthread_mutex_lock(&log_mu);
+  if (fn == NULL) {
+    atomic_store_explicit(&log_hook, NULL, memory_order_release);
+  } else {
+    unsigned i = atomic_fetch_add_explicit(&log_slot, 1, memory_order_relaxed) & 1u;
+    log_hooks[i].fn = fn;
+    log_hooks[i].user = user;
+    atomic_store_explicit(&log_hook, &log_hooks[i], memory_order_release);
+  }
+  pthread_mutex_unlock(&log_mu);
+}
+
+void cudaev__log(int level, const char *msg) {
+  char line[512];
+  snprintf(line, sizeof line, "cudaev: %s", msg);
+  struct log_hook *h = atomic_load_explicit(&log_hook, memory_order_acquire);
+  if (h != NULL) {
+    h->fn(level, line, h->user);
+    return;
+  }
+  fprintf(stderr, "%s\n", line);
   fflush(stderr);
+}
+
+_Noreturn void cudaev__die(const char *msg) {
+  cudaev__log(CUDAEV_LOG_ERROR, msg);
   abort();
 }
 

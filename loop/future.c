@@ -221,6 +221,7 @@ static struct cudaev__cont *reverse(struct cudaev__cont *c) {
 void cudaev__future_fire(struct cudaev_future *f) {
   if (f->fired) return;
   f->fired = 1;
+  cudaev__stat_add(&f->loop->st.completions, 1);
   cudaev_future_retain(f); /* alive until the last continuation ran */
   bool listed = is_held(f);
   if (listed) f->loop->src_of[f->kind]->untrack(f->loop, f);

@@ -76,7 +76,8 @@ bool cudaev__loop_process(struct cudaev_loop *loop) {
   struct cudaev_loop *prev = cudaev__tls_loop;
   cudaev__tls_loop = loop;
   unsigned entered = sources_enter(loop);
-  cudaev__waker_drain(loop->waker);
+  cudaev__stat_add(&loop->st.passes, 1);
+  if (cudaev__waker_drain(loop->waker)) cudaev__stat_add(&loop->st.wakeups, 1);
   bool more = false;
   unsigned n = 0;
   struct cudaev__mpsc_node *node;
@@ -302,4 +303,18 @@ CUDAEV_EXPORT size_t cudaev_loop_pending(cudaev_loop_t *loop) {
   if (loop == NULL) return 0;
   if (cudaev__on_loop(loop)) publish_pending(loop);
   return atomic_load_explicit(&loop->npending_pub, memory_order_relaxed);
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_loop_stats(cudaev_loop_t *loop, struct cudaev_loop_stats *out,
+                                            size_t size) {
+  if (loop == NULL || out == NULL || size < sizeof(size_t)) return cudaErrorInvalidValue;
+  struct cudaev_loop_stats s;
+  memset(&s, 0, sizeof s);
+  s.size = size < sizeof s ? size : sizeof s;
+  s.passes = atomic_load_explicit(&loop->st.passes, memory_order_relaxed);
+  s.wakeups = atomic_load_explicit(&loop->st.wakeups, memory_order_relaxed);
+  s.completions = atomic_load_explicit(&loop->st.completions, memory_order_relaxed);
+  s.timers_fired = atomic_load_explicit(&loop->st.timers_fired, memory_order_relaxed);
+  memcpy(out, &s, s.size);
+  return cudaSuccess;
 }

@@ -39,6 +39,9 @@ void cudaev__free(void *p, size_t size);
 extern bool cudaev__debug;
 /* Prints "cudaev: msg" on stderr and aborts. Thread: any. */
 _Noreturn void cudaev__die(const char *msg);
+/* Hands "cudaev: msg" to the application's log hook (cudaev_set_log), or
+ * writes it on stderr when there is none. Thread: any. */
+void cudaev__log(int level, const char *msg);
 struct cudaev_future;
 /* CUDAEV_DEBUG: names `call` and the freed future, then aborts. */
 _Noreturn void cudaev__future_misuse(const struct cudaev_future *f, const char *call);
@@ -280,8 +283,14 @@ cudaError_t cudaev__waker_new(struct cudaev__waker **out);
 /* Makes the fd readable, at most once per drain. Thread: any. */
 void cudaev__waker_wake(struct cudaev__waker *w);
 void cudaev__waker_release(struct cudaev__waker *w);
-/* The loop thread, at the start of a pass: reads the fd and re-arms wake. */
-void cudaev__waker_drain(struct cudaev__waker *w);
+/* The loop thread, at the start of a pass: reads the fd and re-arms wake.
+ * Returns whether the fd had been written. */
+bool cudaev__waker_drain(struct cudaev__waker *w);
+
+/* A loop statistic: one writer (the loop thread), readers anywhere. */
+static inline void cudaev__stat_add(_Atomic uint64_t *c, uint64_t n) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
+}
 
 /* A run mode: who waits for the wakeup fd and the timer (const vtable,
  * chosen at creation). */
@@ -320,6 +329,11 @@ struct cudaev_loop {
   bool host_refd;
   /* Foreign mode, loop thread: cudaev_loop_set_timer_cb's, and the
    * deadline it was last told (cudaev__now_ns; UINT64_MAX: none). */
+  /* cudaev_loop_stats: written by the loop thread only (relaxed load +
+   * store, no locked instruction), read from any. */
+  struct {
+    _Atomic uint64_t passes, wakeups, completions, timers_fired;
+  } st;
   void (*timer_cb)(struct cudaev_loop *loop, int64_t timeout_ns, void *user);
   void *timer_user;
   uint64_t timer_told;

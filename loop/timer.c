@@ -120,7 +120,7 @@ static bool timer_poll(struct cudaev_loop *loop) {
     struct cudaev_future *f = t->h[0];
     heap_del(t, f);
     /* Lost only to a cancel on another thread whose FIRE is queued. */
-    cudaev__future_try_complete(f, cudaSuccess);
+    if (cudaev__future_try_complete(f, cudaSuccess)) cudaev__stat_add(&loop->st.timers_fired, 1);
     any = true;
   }
   return any;

@@ -47,12 +47,13 @@ void cudaev__waker_release(struct cudaev__waker *w) {
  * writer would then skip its write with its message still queued (a lost
  * wakeup). The fd is read on every pass (nonblocking) so that a write that
  * lands after the clear never leaves it readable for nothing. */
-void cudaev__waker_drain(struct cudaev__waker *w) {
+bool cudaev__waker_drain(struct cudaev__waker *w) {
   uint64_t v;
   ssize_t r;
   do r = read(w->fd, &v, sizeof v);
   while (r < 0 && errno == EINTR);
   atomic_store_explicit(&w->pending, 0, memory_order_seq_cst);
+  return r == (ssize_t)sizeof v;
 }
 
 void cudaev__loop_send(struct cudaev_loop *loop, struct cudaev__msg *m) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -492,6 +493,51 @@ static void two_drivers(void) {
 
 Test(loop_misuse, two_threads_driving_abort) {
   expect_abort(two_drivers, "cudaev: two threads drive one loop at once");
+}
+
+static void hook_to_stderr(int level, const char *msg, void *user) {
+  fprintf(stderr, "%s level %d %s\n", (const char *)user, level, msg);
+}
+static void destroy_inside_callback_hooked(void) {
+  cudaev_set_log(hook_to_stderr, "HOOK");
+  destroy_inside_callback();
+}
+
+Test(loop_misuse, log_hook_gets_the_message) {
+  expect_abort(destroy_inside_callback_hooked,
+               "HOOK level 0 cudaev: cudaev_loop_destroy inside a callback");
+  cudaev_set_log(NULL, NULL);
+}
+
+Test(loop_misuse, stats) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  struct cudaev_loop_stats st;
+  cr_expect_eq(cudaev_loop_stats(loop, NULL, sizeof st), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_loop_stats(loop, &st, 1), cudaErrorInvalidValue);
+  for (int i = 0; i < 3; i++) {
+    cudaev_future_t *f;
+    cudaev_promise_new(loop, &f);
+    cudaev_promise_set(f, cudaSuccess);
+    drain(loop);
+    cudaev_future_release(f);
+  }
+  cr_assert_eq(cudaev_loop_stats(loop, &st, sizeof st), cudaSuccess);
+  cr_expect_eq(st.size, sizeof st);
+  cr_expect_eq(st.completions, 3);
+  cr_expect_geq(st.passes, 3);
+  cr_expect_geq(st.wakeups, 1);
+  cr_expect_leq(st.wakeups, st.passes);
+  cr_expect_eq(st.timers_fired, 0);
+  /* An older, shorter struct: only its bytes are written. */
+  struct cudaev_loop_stats old;
+  memset(&old, 0xab, sizeof old);
+  size_t n = offsetof(struct cudaev_loop_stats, wakeups);
+  cr_assert_eq(cudaev_loop_stats(loop, &old, n), cudaSuccess);
+  cr_expect_eq(old.size, n);
+  cr_expect_eq(old.passes, st.passes);
+  cr_expect_eq(old.completions, 0xababababababababull);
+  cudaev_loop_destroy(loop);
 }
 
 /* A nested call on the driving thread is not a second driver. */

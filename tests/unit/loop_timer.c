@@ -77,6 +77,9 @@ Test(loop_timer, foreign_mode_timeout_and_spurious_process) {
   cr_expect_geq(now_ns() - t0, 30 * MS);
   cr_expect_eq(cudaev_future_result(f), cudaSuccess);
   cr_expect_eq(cudaev_loop_pending(loop), 0);
+  struct cudaev_loop_stats st;
+  cr_assert_eq(cudaev_loop_stats(loop, &st, sizeof st), cudaSuccess);
+  cr_expect_eq(st.timers_fired, 1);
   cudaev_future_release(f);
   cudaev_loop_destroy(loop);
 }
