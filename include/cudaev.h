@@ -147,10 +147,34 @@ cudaev_loop_t *cudaev_loop_default(void);
  * thread, outside cudaev_loop_process; thread mode: any thread but the
  * loop's own. Not for cudaev_loop_default(). Called inside a callback of
  * the same loop (a continuation, a posted function, a host function), it
- * prints "cudaev: cudaev_loop_destroy inside a callback of the same loop"
- * on stderr and aborts: the pass that runs the callback still uses the
- * loop. */
+ * prints "cudaev: cudaev_loop_destroy inside a callback of the same loop;
+ * use cudaev_loop_close" on stderr (or the cudaev_set_log hook) and
+ * aborts: the pass that runs the callback still uses the loop. */
 void cudaev_loop_destroy(cudaev_loop_t *loop);
+
+/* Called by cudaev_loop_close once the loop is torn down, right before
+ * its memory is freed: `loop` identifies it, nothing more may be called
+ * on it. */
+typedef void (*cudaev_close_cb)(cudaev_loop_t *loop, void *user);
+
+/* Closes a loop, like cudaev_loop_destroy (every pending future completes
+ * with CUDAEV_ERROR_LOOP_DESTROYED exactly once, its continuations run,
+ * the GPU's writes are waited for), but legal anywhere, inside the loop's
+ * own callbacks included (libuv's uv_close). Inside a callback of the loop
+ * the close is deferred: the pass that runs the callback finishes (other
+ * callbacks of that pass still run), then the run mode tears the loop down
+ * on the loop thread: ev mode inside the libev callback of our watcher,
+ * thread mode on the loop's thread (which then exits), foreign mode at the
+ * end of the outermost cudaev_loop_process, which the application must
+ * treat as the loop's last call. Outside the loop's callbacks the close
+ * happens inside this call, on the calling thread (thread mode: after
+ * joining the loop's thread). Then cb(loop, user) runs (may be NULL) on
+ * that thread, and the loop is freed. Futures held by the application stay
+ * valid as after cudaev_loop_destroy.
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL loop, or the default
+ * loop, which is never closed) or cudaErrorIllegalState (already closing).
+ * Thread: as cudaev_loop_destroy, plus the loop's own callbacks. */
+cudaError_t cudaev_loop_close(cudaev_loop_t *loop, cudaev_close_cb cb, void *user);
 
 /* Keep-alive. In ev mode, a loop with pending futures (GPU work, promises,
  * combinators) holds one reference on its libev loop (ev_ref), as libuv's

@@ -38,19 +38,31 @@ static void after_pass(struct ev_loop *evl, struct cudaev_loop *loop, bool more)
     cudaev__ev.idle_stop(evl, &s->idle);
 }
 
+/* A pass from one of our watchers; a cudaev_loop_close from a callback
+ * in it closes the loop here, after the pass (stopping our own watchers
+ * inside their callbacks is allowed in libev). */
+static void pass(struct ev_loop *evl, struct cudaev_loop *loop) {
+  bool more = cudaev__loop_process(loop);
+  if (loop->closing && !cudaev__on_loop(loop)) {
+    cudaev__loop_close_now(loop);
+    return;
+  }
+  after_pass(evl, loop, more);
+}
+
 static void io_cb(struct ev_loop *evl, ev_io *w, int revents) {
   struct cudaev_loop *loop = w->data;
-  after_pass(evl, loop, cudaev__loop_process(loop));
+  pass(evl, loop);
 }
 
 static void idle_cb(struct ev_loop *evl, ev_idle *w, int revents) {
   struct cudaev_loop *loop = w->data;
-  after_pass(evl, loop, cudaev__loop_process(loop));
+  pass(evl, loop);
 }
 
 static void timer_cb(struct ev_loop *evl, ev_timer *w, int revents) {
   struct cudaev_loop *loop = w->data;
-  after_pass(evl, loop, cudaev__loop_process(loop));
+  pass(evl, loop);
 }
 
 static void prepare_cb(struct ev_loop *evl, ev_prepare *w, int revents) {

@@ -184,12 +184,9 @@ CUDAEV_EXPORT cudaError_t cudaev_loop_new_thread(cudaev_loop_t **out) {
   return loop_new(&cudaev__backend_thread, NULL, out);
 }
 
-CUDAEV_EXPORT void cudaev_loop_destroy(cudaev_loop_t *loop) {
-  if (loop == NULL || loop->is_default) return;
-  if (cudaev__on_loop(loop))
-    cudaev__die(
-        "cudaev_loop_destroy inside a callback of the same loop; destroy it from "
-        "outside its callbacks (cudaev_loop_post cannot help: it runs on the loop)");
+/* cudaev_loop_destroy's work, on the destroying thread (which becomes the
+ * loop thread), outside any pass of the loop. */
+static void loop_teardown(struct cudaev_loop *loop) {
   loop->be->stop(loop);
   /* From here the calling thread is the loop thread. */
   cudaev__loop_process(loop);
@@ -203,7 +200,36 @@ CUDAEV_EXPORT void cudaev_loop_destroy(cudaev_loop_t *loop) {
   /* The promise source's list, which late submissions above may have used. */
   cudaev__free(loop->pend, loop->cap_pend * sizeof *loop->pend);
   cudaev__waker_release(loop->waker);
+}
+
+CUDAEV_EXPORT void cudaev_loop_destroy(cudaev_loop_t *loop) {
+  if (loop == NULL || loop->is_default) return;
+  if (cudaev__on_loop(loop))
+    cudaev__die("cudaev_loop_destroy inside a callback of the same loop; use cudaev_loop_close");
+  loop_teardown(loop);
   cudaev__free(loop, sizeof *loop);
+}
+
+void cudaev__loop_close_now(struct cudaev_loop *loop) {
+  loop_teardown(loop);
+  if (loop->close_cb != NULL) loop->close_cb(loop, loop->close_user);
+  cudaev__free(loop, sizeof *loop);
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_loop_close(cudaev_loop_t *loop, cudaev_close_cb cb, void *user) {
+  if (loop == NULL || loop->is_default) return cudaErrorInvalidValue;
+  bool on = cudaev__on_loop(loop);
+  if (on && loop->closing) return cudaErrorIllegalState;
+  loop->close_cb = cb;
+  loop->close_user = user;
+  if (on) {
+    /* Inside a callback: the run mode closes after the pass (deferred).
+     * `closing` is the loop thread's alone. */
+    loop->closing = true;
+  } else {
+    cudaev__loop_close_now(loop);
+  }
+  return cudaSuccess;
 }
 
 CUDAEV_EXPORT int cudaev_loop_fd(cudaev_loop_t *loop) {
@@ -252,6 +278,10 @@ CUDAEV_EXPORT void cudaev_loop_process(cudaev_loop_t *loop) {
         "one driving thread at a time");
   /* More work ready: make the fd readable so the driving loop returns. */
   if (cudaev__loop_process(loop)) cudaev__loop_wake(loop);
+  if (was == NULL && loop->closing) {
+    cudaev__loop_close_now(loop); /* the outermost call: the loop is gone after */
+    return;
+  }
   if (loop->timer_cb != NULL) tell_timer(loop);
   if (was == NULL) atomic_store_explicit(&loop->driver, NULL, memory_order_release);
 }

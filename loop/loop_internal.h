@@ -334,6 +334,11 @@ struct cudaev_loop {
   struct {
     _Atomic uint64_t passes, wakeups, completions, timers_fired;
   } st;
+  /* cudaev_loop_close from inside a callback: the pass's caller (the run
+   * mode) closes the loop when its outermost pass returns. */
+  cudaev_close_cb close_cb;
+  void *close_user;
+  bool closing;
   void (*timer_cb)(struct cudaev_loop *loop, int64_t timeout_ns, void *user);
   void *timer_user;
   uint64_t timer_told;
@@ -380,6 +385,10 @@ bool cudaev__loop_process(struct cudaev_loop *loop);
  * longest the caller may block in ns (UINT64_MAX: until the fd fires; 0:
  * process again now). */
 uint64_t cudaev__loop_before_sleep(struct cudaev_loop *loop);
+/* The run modes, after their outermost pass, when loop->closing: tears
+ * the loop down as cudaev_loop_destroy does (the backend's stop first),
+ * calls the close callback and frees the loop. */
+void cudaev__loop_close_now(struct cudaev_loop *loop);
 /* Process exit, the loop thread stopped or calling exit itself: the
  * sources' abandon (no driver call, no user code). */
 void cudaev__loop_abandon(struct cudaev_loop *loop);

@@ -426,6 +426,97 @@ Test(loop_modes, libev_pending_keeps_ev_run) {
   ev_loop_destroy(evl);
 }
 
+/* ---- deferred close ----------------------------------------------------- */
+
+struct closing {
+  cudaev_loop_t *loop;
+  atomic_int closed, after, cb_in_pass;
+  cudaev_future_t *other;
+  cudaError_t other_status;
+  atomic_int other_calls;
+  pthread_t cb_thread;
+};
+static void closed_cb(cudaev_loop_t *loop, void *u) {
+  struct closing *c = u;
+  c->cb_thread = pthread_self();
+  atomic_fetch_add(&c->closed, 1);
+}
+static void other_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  struct closing *c = u;
+  c->other_status = s;
+  atomic_fetch_add(&c->other_calls, 1);
+}
+static void close_from_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  struct closing *c = u;
+  cr_expect_eq(cudaev_loop_close(c->loop, closed_cb, c), cudaSuccess);
+  cr_expect_eq(cudaev_loop_close(c->loop, closed_cb, c), cudaErrorIllegalState);
+  /* Deferred: not closed yet, the loop still works in this callback. */
+  cr_expect_eq(atomic_load(&c->closed), 0);
+  struct cudaev_loop_stats st;
+  cr_expect_eq(cudaev_loop_stats(c->loop, &st, sizeof st), cudaSuccess);
+}
+
+/* Each mode: a continuation closes its own loop; a pending promise fails
+ * once with LOOP_DESTROYED; the close callback runs once, on the loop
+ * thread, after the pass. */
+static void close_inside(int mode) {
+  static struct closing c;
+  memset(&c, 0, sizeof c);
+  struct ev_loop *evl = NULL;
+  if (mode == 0) cr_assert_eq(cudaev_loop_new_foreign(&c.loop), cudaSuccess);
+  if (mode == 1) {
+    evl = ev_loop_new(EVFLAG_AUTO);
+    cr_assert_eq(cudaev_loop_new_ev(evl, &c.loop), cudaSuccess);
+  }
+  if (mode == 2) cr_assert_eq(cudaev_loop_new_thread(&c.loop), cudaSuccess);
+  cudaev_future_t *f;
+  cudaev_promise_new(c.loop, &f);
+  cudaev_promise_new(c.loop, &c.other);
+  cudaev_future_then(c.other, other_cb, &c);
+  cudaev_future_then(f, close_from_cb, &c);
+  cudaev_promise_set(f, cudaSuccess);
+  if (mode == 0) {
+    /* The close happens at the end of this call: no more calls after. */
+    for (int i = 0; i < 100 && !atomic_load(&c.closed); i++) cudaev_loop_process(c.loop);
+    cr_expect(pthread_equal(c.cb_thread, pthread_self()));
+  }
+  if (mode == 1) {
+    ev_run(evl, 0); /* returns: the loop holds no reference any more */
+    cr_expect(pthread_equal(c.cb_thread, pthread_self()));
+    ev_loop_destroy(evl);
+  }
+  if (mode == 2) {
+    for (int i = 0; i < 5000 && !atomic_load(&c.closed); i++) usleep(1000);
+    cr_expect(!pthread_equal(c.cb_thread, pthread_self()));
+  }
+  cr_expect_eq(atomic_load(&c.closed), 1);
+  cr_expect_eq(atomic_load(&c.other_calls), 1);
+  cr_expect_eq(c.other_status, CUDAEV_ERROR_LOOP_DESTROYED);
+  cr_expect_eq(cudaev_future_result(c.other), CUDAEV_ERROR_LOOP_DESTROYED);
+  cudaev_future_release(f);
+  cudaev_future_release(c.other);
+}
+
+Test(loop_close, inside_callback_foreign) { close_inside(0); }
+Test(loop_close, inside_callback_ev) { close_inside(1); }
+Test(loop_close, inside_callback_thread) { close_inside(2); }
+
+Test(loop_close, outside_callbacks_at_once) {
+  static struct closing c;
+  memset(&c, 0, sizeof c);
+  cr_assert_eq(cudaev_loop_new_thread(&c.loop), cudaSuccess);
+  cudaev_promise_new(c.loop, &c.other);
+  cudaev_future_then(c.other, other_cb, &c);
+  cr_expect_eq(cudaev_loop_close(c.loop, closed_cb, &c), cudaSuccess);
+  cr_expect_eq(atomic_load(&c.closed), 1);
+  cr_expect(pthread_equal(c.cb_thread, pthread_self()));
+  cr_expect_eq(atomic_load(&c.other_calls), 1);
+  cr_expect_eq(cudaev_future_result(c.other), CUDAEV_ERROR_LOOP_DESTROYED);
+  cudaev_future_release(c.other);
+  cr_expect_eq(cudaev_loop_close(NULL, NULL, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_loop_close(cudaev_loop_default(), NULL, NULL), cudaErrorInvalidValue);
+}
+
 /* ---- misuse: caught with a message, in a child ------------------------- */
 
 /* Runs fn in a forked child with stderr captured; expects SIGABRT and

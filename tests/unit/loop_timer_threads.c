@@ -78,7 +78,8 @@ int main(void) {
     return 1;
   }
   pthread_t th[THREADS];
-  for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)(i + 1));
+  for (int i = 0; i < THREADS; i++)
+    pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)(i + 1));
   for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
   CHECK(atomic_load(&calls) == 2L * THREADS * PER);
   CHECK(atomic_load(&bad) == 0);
