@@ -56,7 +56,13 @@ bool cudaev__waker_drain(struct cudaev__waker *w) {
   return r == (ssize_t)sizeof v;
 }
 
+/* The message may lead the loop to close and free itself (a continuation
+ * calling cudaev_loop_close) before the wake below returns: the loop is not
+ * read after the push, and the waker is held across it. */
 void cudaev__loop_send(struct cudaev_loop *loop, struct cudaev__msg *m) {
+  struct cudaev__waker *w = loop->waker;
+  atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);
   cudaev__mpsc_push(&loop->q, &m->node);
-  cudaev__loop_wake(loop);
+  cudaev__waker_wake(w);
+  cudaev__waker_release(w);
 }
