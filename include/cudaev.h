@@ -304,7 +304,12 @@ cudaError_t cudaev_future_result(const cudaev_future_t *f);
  * the GPU's completion word, so waiting works even while no thread drives
  * the loop; continuations still run on the loop thread.
  * Returns cudaErrorNotPermitted when called on the loop thread inside a
- * callback (it would deadlock). Thread: any other than the loop thread. */
+ * callback (it would deadlock). A wait on a promise, combinator or timer
+ * may race cudaev_loop_destroy / _close on another thread: it returns
+ * CUDAEV_ERROR_LOOP_DESTROYED and never reads the freed loop (a GPU
+ * future's waiter still reads the loop's GPU state: do not destroy a loop
+ * while a thread waits on one of its GPU futures).
+ * Thread: any other than the loop thread. */
 cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout_ns);
 
 /* Cancels a pending future: it completes now with CUDAEV_ERROR_CANCELLED

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 _Thread_local struct cudaev_loop *cudaev__tls_loop;
+_Atomic uint32_t cudaev__self_state_kinds;
 
 CUDAEV_EXPORT const char *cudaev_error_name(cudaError_t e) {
   if (e == CUDAEV_ERROR_CANCELLED) return "CUDAEV_ERROR_CANCELLED";
@@ -362,8 +363,12 @@ CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout
   if (cudaev__tls_loop != NULL && cudaev__tls_loop == f->loop) return cudaErrorNotPermitted;
   uint64_t start = cudaev__now_ns();
   uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
-  /* Set at loop creation, so readable here on any thread. */
-  const struct cudaev__source_ops *src = f->loop->src_of[f->kind];
+  /* Only a kind whose source checks by itself reads the loop here (set at
+   * its creation): a promise's waiter racing the loop's destroy never
+   * touches the loop. */
+  const struct cudaev__source_ops *src = NULL;
+  if ((atomic_load_explicit(&cudaev__self_state_kinds, memory_order_relaxed) >> f->kind) & 1u)
+    src = f->loop->src_of[f->kind];
   bool self = src != NULL && src->self_state != NULL;
   for (unsigned spins = 0;; spins++) {
     uint32_t s = atomic_load_explicit(&f->state, memory_order_acquire);

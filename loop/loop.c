@@ -37,6 +37,8 @@ static void sources_init(struct cudaev_loop *loop) {
     const struct cudaev__source_ops *s = sources[i];
     if (s->init != NULL && s->init(loop) != cudaSuccess) continue;
     loop->src[loop->nsrc++] = s;
+    if (s->self_state != NULL)
+      atomic_fetch_or_explicit(&cudaev__self_state_kinds, s->kinds, memory_order_relaxed);
     loop->nrun = loop->nsrc;
     for (uint32_t k = 0; k < CUDAEV__K_COUNT; k++)
       if (s->kinds & (1u << k)) loop->src_of[k] = s;

@@ -262,6 +262,11 @@ struct cudaev__source_ops {
   void (*abandon)(struct cudaev_loop *loop);
 };
 
+/* The future kinds whose source has a self_state (future.c; loop.c adds
+ * a source's kinds when a loop starts it): a waiter reads the loop only
+ * for these. */
+extern _Atomic uint32_t cudaev__self_state_kinds;
+
 /* The sources, in the order the loop runs them (loop.c lists them). */
 extern const struct cudaev__source_ops cudaev__source_promise; /* future.c */
 extern const struct cudaev__source_ops cudaev__source_timer;   /* timer.c */

@@ -3,7 +3,7 @@
  * callback (the loop thread tears down and leaves, detached) and from
  * another thread while 4 threads complete promises on them. Every promise
  * completes once (cudaSuccess or CUDAEV_ERROR_LOOP_DESTROYED), each close
- * callback runs once. Exit 0 = pass. */
+ * callback runs once. And waiters racing a destroy. Exit 0 = pass. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -74,7 +74,30 @@ static void round_(int inside) {
   cudaev_future_release(trigger);
 }
 
+/* A waiter racing the loop's destroy on another thread: it wakes with
+ * CUDAEV_ERROR_LOOP_DESTROYED and never reads the freed loop. */
+static void *waiter(void *arg) {
+  cudaError_t e = cudaev_future_wait(arg, 10000000000LL);
+  if (e != CUDAEV_ERROR_LOOP_DESTROYED) atomic_fetch_add(&bad, 1);
+  return NULL;
+}
+static void wait_races_destroy(void) {
+  for (int r = 0; r < 50; r++) {
+    cudaev_loop_t *loop;
+    CHECK(cudaev_loop_new_thread(&loop) == cudaSuccess);
+    cudaev_future_t *f;
+    cudaev_promise_new(loop, &f);
+    pthread_t th;
+    pthread_create(&th, NULL, waiter, f);
+    if (r & 1) usleep(100);
+    cudaev_loop_destroy(loop);
+    pthread_join(th, NULL);
+    cudaev_future_release(f);
+  }
+}
+
 int main(void) {
+  wait_races_destroy();
   for (int r = 0; r < 20; r++) round_(r & 1);
   CHECK(atomic_load(&calls) == 20 * N);
   CHECK(atomic_load(&bad) == 0);
