@@ -4,13 +4,14 @@
  * The pattern:
  *   struct ev_loop *evl = ev_loop_new(EVFLAG_AUTO);   (or EV_DEFAULT)
  *   cudaev_loop_new_ev(evl, &loop);    binds to this program's libev
- *   ... submit work; ev_ref(evl) while it is in flight ...
+ *   ... submit work ...
  *   ev_run(evl, 0);                    GPU completions arrive as events
  *   cudaev_loop_destroy(loop);         after ev_run, before ev_loop_destroy
- * cudaev's watchers (an ev_io on its fd, an ev_prepare, an ev_timer, an
- * ev_idle) do not keep ev_run alive by themselves, like a library's should
- * not: the application holds a reference (ev_ref) while its work is in
- * flight and drops it (ev_unref) when the work is over. The application's
+ * Pending futures keep ev_run running (the loop holds an ev_ref while any
+ * is pending), but cudaev's watchers alone do not. This example's work
+ * ends with a posted call after its last future, so it also holds the
+ * loop (cudaev_loop_ref) until that call has run (cudaev_loop_unref). The
+ * application's
  * own timer here is an ev_timer: the deadline after which the slow request
  * is cancelled (examples/requests.h describes the work).
  *
@@ -37,7 +38,7 @@
 static struct requests rq;
 
 /* On the ev_run thread: the work is over; ev_run may return. */
-static void stop(struct requests *r) { ev_unref(r->user); }
+static void stop(struct requests *r) { cudaev_loop_unref(r->user); }
 
 static void on_deadline(struct ev_loop *evl, ev_timer *w, int revents) {
   (void)evl, (void)w, (void)revents;
@@ -58,8 +59,8 @@ int main(int argc, char **argv) {
   ev_timer deadline;
   ev_timer_init(&deadline, on_deadline, DEADLINE_S, 0.);
   ev_timer_start(evl, &deadline);
-  if (requests_start(&rq, loop, stop, evl) != 0) return 1;
-  ev_ref(evl); /* the work in flight keeps ev_run running; stop() drops it */
+  if (requests_start(&rq, loop, stop, loop) != 0) return 1;
+  cudaev_loop_ref(loop); /* kept until the last posted call; stop() drops it */
 
   ev_run(evl, 0);
 

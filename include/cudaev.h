@@ -13,7 +13,8 @@
  * work was enqueued. What happened to the work later is the future's
  * outcome, also a cudaError_t: cudaSuccess, a CUDA error (sticky errors
  * such as cudaErrorIllegalAddress reach every pending future of the
- * context), or one of the two CUDAEV_ERROR_* values below.
+ * context), or one of the CUDAEV_ERROR_* values below (outside CUDA's
+ * range).
  *
  * Ownership. Every function that returns a cudaev_future_t * through an
  * `out` parameter gives the caller one reference; drop it with
@@ -43,15 +44,23 @@ struct CUfunc_st; /* the driver's CUfunction (cuda.h) */
 
 /* ---- outcomes ------------------------------------------------------------ */
 
+/* Our outcomes live outside every cudaError_t value the toolkit defines
+ * (CUDA 13's driver_types.h uses 0..1000 and cudaErrorApiFailureBase =
+ * 10000): CUDAEV_ERROR_BASE ("CE" in the high bytes) plus a small number.
+ * They are positive ints, like every cudaError_t; a unit test reads the
+ * toolkit's cudaError enum and fails if any of ours collides. */
+#define CUDAEV_ERROR_BASE           0x43450000
 /* The future was cancelled (cudaev_future_cancel) before it completed. The
  * GPU work itself was not stopped. */
-#define CUDAEV_ERROR_CANCELLED      ((cudaError_t)10000)
+#define CUDAEV_ERROR_CANCELLED      ((cudaError_t)(CUDAEV_ERROR_BASE + 1))
 /* The loop was destroyed while the future was pending. */
-#define CUDAEV_ERROR_LOOP_DESTROYED ((cudaError_t)10001)
+#define CUDAEV_ERROR_LOOP_DESTROYED ((cudaError_t)(CUDAEV_ERROR_BASE + 2))
 /* cudaev_loop_new_ev could not bind to libev: the library never links it,
  * and looks for the application's at run time (cudaev_loop_new_ev says
  * where). cudaev_error_string() says why. */
-#define CUDAEV_ERROR_NO_LIBEV       ((cudaError_t)10002)
+#define CUDAEV_ERROR_NO_LIBEV       ((cudaError_t)(CUDAEV_ERROR_BASE + 3))
+/* The deadline of cudaev_future_timeout passed before its input completed. */
+#define CUDAEV_ERROR_TIMEOUT        ((cudaError_t)(CUDAEV_ERROR_BASE + 4))
 
 /* The name of an outcome: cudaGetErrorName's for CUDA errors,
  * "CUDAEV_ERROR_CANCELLED" and so on for ours. Static storage. Thread: any. */
@@ -144,8 +153,51 @@ cudaev_loop_t *cudaev_loop_default(void);
  * Thread: ev mode: the thread running the libev loop, not inside one of its
  * callbacks (or when ev_run is not running); foreign mode: the driving
  * thread, outside cudaev_loop_process; thread mode: any thread but the
- * loop's own. Not for cudaev_loop_default(). */
+ * loop's own. Not for cudaev_loop_default(). Called inside a callback of
+ * the same loop (a continuation, a posted function, a host function), it
+ * prints "cudaev: cudaev_loop_destroy inside a callback of the same loop;
+ * use cudaev_loop_close" on stderr (or the cudaev_set_log hook) and
+ * aborts: the pass that runs the callback still uses the loop. */
 void cudaev_loop_destroy(cudaev_loop_t *loop);
+
+/* Called by cudaev_loop_close once the loop is torn down, right before
+ * its memory is freed: `loop` identifies it, nothing more may be called
+ * on it. */
+typedef void (*cudaev_close_cb)(cudaev_loop_t *loop, void *user);
+
+/* Closes a loop, like cudaev_loop_destroy (every pending future completes
+ * with CUDAEV_ERROR_LOOP_DESTROYED exactly once, its continuations run,
+ * the GPU's writes are waited for), but legal anywhere, inside the loop's
+ * own callbacks included (libuv's uv_close). Inside a callback of the loop
+ * the close is deferred: the pass that runs the callback finishes (other
+ * callbacks of that pass still run), then the run mode tears the loop down
+ * on the loop thread: ev mode inside the libev callback of our watcher,
+ * thread mode on the loop's thread (which then exits), foreign mode at the
+ * end of the outermost cudaev_loop_process, which the application must
+ * treat as the loop's last call. Outside the loop's callbacks the close
+ * happens inside this call, on the calling thread (thread mode: after
+ * joining the loop's thread). Then cb(loop, user) runs (may be NULL) on
+ * that thread, and the loop is freed. Futures held by the application stay
+ * valid as after cudaev_loop_destroy.
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL loop, or the default
+ * loop, which is never closed) or cudaErrorIllegalState (already closing).
+ * Thread: as cudaev_loop_destroy, plus the loop's own callbacks. */
+cudaError_t cudaev_loop_close(cudaev_loop_t *loop, cudaev_close_cb cb, void *user);
+
+/* Keep-alive. In ev mode, a loop with pending futures (GPU work, promises,
+ * combinators) holds one reference on its libev loop (ev_ref), as libuv's
+ * active handles do, so ev_run does not return while work is pending; it
+ * drops it (ev_unref) after the pass in which the last one completed. Its
+ * watchers alone do not keep ev_run alive. cudaev_loop_ref adds a
+ * reference of the application's (the loop keeps ev_run alive while any is
+ * held, pending futures or not); cudaev_loop_unref drops one (an unmatched
+ * unref is ignored). The count of pending futures is taken at the end of
+ * each pass, so work submitted before ev_run starts counts from its first
+ * iteration. In thread mode the loop's thread runs regardless, and in
+ * foreign mode the application decides how long it drives the loop: there
+ * both only count. Thread: loop (ev mode: the ev_run thread). */
+void cudaev_loop_ref(cudaev_loop_t *loop);
+void cudaev_loop_unref(cudaev_loop_t *loop);
 
 /* Foreign mode: the fd to watch for readability (an eventfd). Owned by the
  * loop. Returns -1 for other modes. Thread: any. */
@@ -158,9 +210,35 @@ int cudaev_loop_fd(cudaev_loop_t *loop);
  * that make the fd readable when the GPU finishes. Thread: loop. */
 int cudaev_loop_timeout(cudaev_loop_t *loop);
 
+/* Foreign mode: cudaev_loop_timeout in nanoseconds (-1: until the fd is
+ * readable; 0: call cudaev_loop_process now), for loops whose timers are
+ * finer than a millisecond. Same spin and arming. Thread: loop. */
+int64_t cudaev_loop_timeout_ns(cudaev_loop_t *loop);
+
+/* Foreign mode, for loops without a hook right before they block (curl's
+ * CURLMOPT_TIMERFUNCTION pattern): cb(loop, timeout_ns, user) is called
+ * whenever the deadline the application must honour changes: once now
+ * (inside this call), then at the end of a cudaev_loop_process call after
+ * which the deadline moved. timeout_ns is how long from now the
+ * application may wait before calling cudaev_loop_process (0: at once;
+ * -1: no deadline, wait for the fd). Replace the previous deadline with
+ * it. The callback may not call cudaev_loop_process itself (schedule it).
+ * Calling cudaev_loop_process early or spuriously is harmless: nothing
+ * completes before its time. A NULL cb stops the calls. The deadline
+ * includes the loop's timers, its GPU wakeups and watchdog, and "more work
+ * ready" (0). Thread: loop (cb runs on the thread calling this or
+ * cudaev_loop_process). */
+void cudaev_loop_set_timer_cb(cudaev_loop_t *loop,
+                              void (*cb)(cudaev_loop_t *loop, int64_t timeout_ns, void *user),
+                              void *user);
+
 /* Foreign mode: does everything that is ready (drains the fd, submitted
  * work, GPU completions, continuations, the error watchdog). Never blocks
- * (except inside user callbacks). Thread: loop (one thread at a time). */
+ * (except inside user callbacks). A call with nothing ready (a spurious
+ * wakeup, a timer that fired early) does nothing and is harmless.
+ * Thread: loop (one thread at a time: a second thread calling it while
+ * another is inside prints "cudaev: two threads drive one loop at once"
+ * and aborts; a call from a callback on the driving thread is allowed). */
 void cudaev_loop_process(cudaev_loop_t *loop);
 
 /* The longest the loop spins on GPU completion words before it sleeps, in
@@ -177,6 +255,40 @@ cudaError_t cudaev_loop_post(cudaev_loop_t *loop, cudaev_loop_fn fn, void *user)
  * promises and combinators). Approximate when read off the loop thread.
  * Thread: any. */
 size_t cudaev_loop_pending(cudaev_loop_t *loop);
+
+/* Counters of a loop, for dashboards and debugging. Each counts from the
+ * loop's creation and only grows. */
+struct cudaev_loop_stats {
+  size_t size;           /* bytes cudaev_loop_stats filled in */
+  uint64_t passes;       /* processing passes */
+  uint64_t wakeups;      /* passes that found the wakeup fd written */
+  uint64_t completions;  /* futures whose continuations ran (fired) */
+  uint64_t timers_fired; /* timers that completed at their deadline */
+};
+
+/* Copies the loop's counters into *out: the first min(size, sizeof(struct
+ * cudaev_loop_stats)) bytes, so that a program built against an older,
+ * shorter struct keeps working when the struct grows (pass sizeof *out);
+ * out->size says how many bytes were filled. Returns cudaSuccess, or
+ * cudaErrorInvalidValue (NULL loop or out, size < sizeof(size_t)).
+ * Thread: any (each counter is exact on the loop thread, recent
+ * elsewhere). */
+cudaError_t cudaev_loop_stats(cudaev_loop_t *loop, struct cudaev_loop_stats *out, size_t size);
+
+/* Log levels of cudaev_set_log. */
+#define CUDAEV_LOG_ERROR 0 /* a misuse the library aborts on right after */
+#define CUDAEV_LOG_WARN  1 /* something wrong the library survived */
+/* A log hook: level, the message (one line, "cudaev: ...", no newline;
+ * valid during the call), the user pointer given to cudaev_set_log. */
+typedef void (*cudaev_log_fn)(int level, const char *msg, void *user);
+
+/* Sends the library's rare messages to fn instead of stderr (NULL: back to
+ * stderr). The fatal misuse messages (cudaev_loop_destroy inside a
+ * callback, two threads driving one loop, CUDAEV_DEBUG's freed futures)
+ * go there too, right before the abort. fn may run on any thread,
+ * concurrently, and must not call into cudaev. Calls racing a change may
+ * still reach the previous hook. Thread: any. */
+void cudaev_set_log(cudaev_log_fn fn, void *user);
 
 /* ---- futures ------------------------------------------------------------- */
 
@@ -219,7 +331,12 @@ cudaError_t cudaev_future_result(const cudaev_future_t *f);
  * the GPU's completion word, so waiting works even while no thread drives
  * the loop; continuations still run on the loop thread.
  * Returns cudaErrorNotPermitted when called on the loop thread inside a
- * callback (it would deadlock). Thread: any other than the loop thread. */
+ * callback (it would deadlock). A wait on a promise, combinator or timer
+ * may race cudaev_loop_destroy / _close on another thread: it returns
+ * CUDAEV_ERROR_LOOP_DESTROYED and never reads the freed loop (a GPU
+ * future's waiter still reads the loop's GPU state: do not destroy a loop
+ * while a thread waits on one of its GPU futures).
+ * Thread: any other than the loop thread. */
 cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout_ns);
 
 /* Cancels a pending future: it completes now with CUDAEV_ERROR_CANCELLED
@@ -259,7 +376,12 @@ cudaev_future_t *cudaev_future_retain(cudaev_future_t *f);
 /* Drops a reference. The future is freed (and its user data destructor
  * called, on the releasing thread) when the last reference goes; pending
  * work and continuations hold references of their own, so releasing a
- * pending future does not cancel it. NULL is ignored. Thread: any. */
+ * pending future does not cancel it. NULL is ignored.
+ * Debugging: with CUDAEV_DEBUG=1 in the environment (read when the library
+ * loads), a freed future is poisoned and kept from reuse for a while (the
+ * last 4096), and a release too many, or any cudaev_future_* or
+ * cudaev_promise_set call on a freed future, prints "cudaev:
+ * <function> on a future already freed" and aborts. Thread: any. */
 void cudaev_future_release(cudaev_future_t *f);
 
 /* Attaches user data; dtor (may be NULL) runs when the future is freed.
@@ -300,6 +422,32 @@ cudaError_t cudaev_when_any(cudaev_loop_t *loop, cudaev_future_t *const *fs, siz
 /* The index of the input that completed a when_any future; (size_t)-1
  * while pending or for other futures. Thread: any. */
 size_t cudaev_when_any_index(const cudaev_future_t *f);
+
+/* ---- timers and deadlines -------------------------------------------------- */
+
+/* A future that completes with cudaSuccess once `ns` nanoseconds (of
+ * CLOCK_MONOTONIC) have passed, on the loop thread (never earlier; later by
+ * however long the loop takes to get there). The loop sleeps no longer
+ * than its nearest deadline in every mode (thread mode's ppoll, ev mode's
+ * ev_timer, foreign mode's cudaev_loop_timeout). cudaev_future_cancel
+ * completes it at once with CUDAEV_ERROR_CANCELLED and takes it off the
+ * loop's timers. A pending timer counts in cudaev_loop_pending (and keeps
+ * ev_run alive in ev mode). If the loop is destroyed first it completes
+ * with CUDAEV_ERROR_LOOP_DESTROYED.
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL loop or out) or
+ * cudaErrorMemoryAllocation. Ownership: *out is the caller's reference
+ * (cudaev_future_release). Thread: any. */
+cudaError_t cudaev_timer_future(cudaev_loop_t *loop, uint64_t ns, cudaev_future_t **out);
+
+/* A future that completes with f's outcome if f completes within `ns`
+ * nanoseconds, else with CUDAEV_ERROR_TIMEOUT when they pass. f is not
+ * cancelled (cancel it yourself if the work is no longer wanted) and stays
+ * owned by the caller; the new future holds what it needs. Not for host
+ * function futures' internals (any future an API returned is fine).
+ * Returns cudaSuccess, cudaErrorInvalidValue (NULL f or out) or
+ * cudaErrorMemoryAllocation. Ownership: *out is the caller's reference.
+ * Thread: any. */
+cudaError_t cudaev_future_timeout(cudaev_future_t *f, uint64_t ns, cudaev_future_t **out);
 
 /* ---- GPU completion sources ---------------------------------------------- */
 /* Each enqueues its work on `stream`, then a completion marker, and returns

@@ -15,27 +15,54 @@ struct ev_state {
   ev_timer timer;
 };
 
+/* Keep-alive, as libuv's active handles: while futures are pending (or the
+ * application holds cudaev_loop_ref), the loop holds one reference on the
+ * libev loop, so ev_run does not return under pending work. */
+static void ev_keep(struct cudaev_loop *loop) {
+  bool want =
+      loop->user_refs > 0 || atomic_load_explicit(&loop->npending_pub, memory_order_relaxed) > 0;
+  if (want == loop->host_refd) return;
+  loop->host_refd = want;
+  if (want)
+    cudaev__ev.ref(loop->evl);
+  else
+    cudaev__ev.unref(loop->evl);
+}
+
 static void after_pass(struct ev_loop *evl, struct cudaev_loop *loop, bool more) {
   struct ev_state *s = loop->be_state;
+  ev_keep(loop);
   if (more)
     cudaev__ev.idle_start(evl, &s->idle); /* idle watchers make libev poll without blocking */
   else
     cudaev__ev.idle_stop(evl, &s->idle);
 }
 
+/* A pass from one of our watchers; a cudaev_loop_close from a callback
+ * in it closes the loop here, after the pass (stopping our own watchers
+ * inside their callbacks is allowed in libev). */
+static void pass(struct ev_loop *evl, struct cudaev_loop *loop) {
+  bool more = cudaev__loop_process(loop);
+  if (loop->closing && !cudaev__on_loop(loop)) {
+    cudaev__loop_close_now(loop);
+    return;
+  }
+  after_pass(evl, loop, more);
+}
+
 static void io_cb(struct ev_loop *evl, ev_io *w, int revents) {
   struct cudaev_loop *loop = w->data;
-  after_pass(evl, loop, cudaev__loop_process(loop));
+  pass(evl, loop);
 }
 
 static void idle_cb(struct ev_loop *evl, ev_idle *w, int revents) {
   struct cudaev_loop *loop = w->data;
-  after_pass(evl, loop, cudaev__loop_process(loop));
+  pass(evl, loop);
 }
 
 static void timer_cb(struct ev_loop *evl, ev_timer *w, int revents) {
   struct cudaev_loop *loop = w->data;
-  after_pass(evl, loop, cudaev__loop_process(loop));
+  pass(evl, loop);
 }
 
 static void prepare_cb(struct ev_loop *evl, ev_prepare *w, int revents) {
@@ -77,6 +104,8 @@ static void ev_stop_(struct cudaev_loop *loop) {
   if (s == NULL) return;
   cudaev__ev.ref(loop->evl);
   cudaev__ev.ref(loop->evl);
+  if (loop->host_refd) cudaev__ev.unref(loop->evl);
+  loop->host_refd = false;
   cudaev__ev.io_stop(loop->evl, &s->io);
   cudaev__ev.prepare_stop(loop->evl, &s->prep);
   cudaev__ev.idle_stop(loop->evl, &s->idle);
@@ -85,4 +114,4 @@ static void ev_stop_(struct cudaev_loop *loop) {
   loop->be_state = NULL;
 }
 
-const struct cudaev__backend cudaev__backend_ev = {ev_start_, ev_stop_};
+const struct cudaev__backend cudaev__backend_ev = {ev_start_, ev_stop_, ev_keep};

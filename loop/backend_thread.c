@@ -43,7 +43,14 @@ static void *thread_main(void *arg) {
   struct pollfd pfd = {.fd = loop->waker->fd, .events = POLLIN};
   for (;;) {
     if (atomic_load_explicit(&loop->stopping, memory_order_acquire)) break;
-    if (cudaev__loop_process(loop)) continue;
+    bool more = cudaev__loop_process(loop);
+    if (loop->closing) {
+      /* cudaev_loop_close from a callback: this thread tears the loop
+       * down and leaves (thread_stop detaches it). */
+      cudaev__loop_close_now(loop);
+      return NULL;
+    }
+    if (more) continue;
     if (atomic_load_explicit(&loop->stopping, memory_order_acquire)) break;
     uint64_t t = cudaev__loop_before_sleep(loop);
     if (t == 0) continue;
@@ -190,18 +197,24 @@ static void thread_stop(struct cudaev_loop *loop) {
   /* Under reg_mu: an exit handler joining this thread right now finishes
    * first, and then says so in `gone`. */
   pthread_mutex_lock(&reg_mu);
+  bool taken_by_us = t->pprev != NULL;
   reg_unlink(t);
   bool gone = t->gone;
   pthread_mutex_unlock(&reg_mu);
-  if (!gone && !pthread_equal(t->th, pthread_self())) {
+  bool self = pthread_equal(t->th, pthread_self());
+  if (!gone && !self) {
     thread_signal_stop(loop);
     pthread_join(t->th, NULL);
   }
+  /* Closing from its own callback (cudaev_loop_close): nobody will join
+   * it, unless an exit handler took it off the registry first (pprev
+   * already NULL: then that handler joins it). */
+  if (self && !gone && taken_by_us) pthread_detach(t->th);
   loop->be_state = NULL;
   cudaev__free(t, sizeof *t);
 }
 
-const struct cudaev__backend cudaev__backend_thread = {thread_start, thread_stop};
+const struct cudaev__backend cudaev__backend_thread = {thread_start, thread_stop, NULL};
 
 CUDAEV_EXPORT cudaev_loop_t *cudaev_loop_default(void) {
   struct cudaev_loop *l = atomic_load_explicit(&default_loop, memory_order_acquire);

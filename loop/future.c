@@ -18,11 +18,13 @@
 #include <unistd.h>
 
 _Thread_local struct cudaev_loop *cudaev__tls_loop;
+_Atomic uint32_t cudaev__self_state_kinds;
 
 CUDAEV_EXPORT const char *cudaev_error_name(cudaError_t e) {
   if (e == CUDAEV_ERROR_CANCELLED) return "CUDAEV_ERROR_CANCELLED";
   if (e == CUDAEV_ERROR_LOOP_DESTROYED) return "CUDAEV_ERROR_LOOP_DESTROYED";
   if (e == CUDAEV_ERROR_NO_LIBEV) return "CUDAEV_ERROR_NO_LIBEV";
+  if (e == CUDAEV_ERROR_TIMEOUT) return "CUDAEV_ERROR_TIMEOUT";
   return cudaGetErrorName(e);
 }
 
@@ -31,6 +33,7 @@ CUDAEV_EXPORT const char *cudaev_error_string(cudaError_t e) {
   if (e == CUDAEV_ERROR_LOOP_DESTROYED)
     return "the loop was destroyed while the future was pending";
   if (e == CUDAEV_ERROR_NO_LIBEV) return cudaev__libev_why();
+  if (e == CUDAEV_ERROR_TIMEOUT) return "the deadline passed before the future completed";
   return cudaGetErrorString(e);
 }
 
@@ -53,19 +56,27 @@ struct cudaev_future *cudaev__future_new(struct cudaev_loop *loop, int kind) {
 }
 
 CUDAEV_EXPORT cudaev_future_t *cudaev_future_retain(cudaev_future_t *f) {
-  if (f != NULL) atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+  if (f == NULL) return f;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_retain");
+  atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
   return f;
 }
 
 CUDAEV_EXPORT void cudaev_future_release(cudaev_future_t *f) {
   if (f == NULL) return;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_release");
   if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1) return;
   if (f->dtor != NULL) f->dtor(f->user);
-  cudaev__free(f, sizeof *f);
+  if (__builtin_expect(cudaev__debug, 0))
+    cudaev__future_quarantine(f);
+  else
+    cudaev__free(f, sizeof *f);
 }
 
 CUDAEV_EXPORT void cudaev_future_set_user(cudaev_future_t *f, void *user, cudaev_dtor dtor) {
-  if (f == NULL || f->kind == CUDAEV__K_HOSTFN) return;
+  if (f == NULL) return;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_set_user");
+  if (f->kind == CUDAEV__K_HOSTFN) return;
   f->user = user;
   f->dtor = dtor;
 }
@@ -120,8 +131,10 @@ bool cudaev__future_try_complete(struct cudaev_future *f, cudaError_t status) {
 
 #define LISTED_KINDS ((1u << CUDAEV__K_PROMISE) | (1u << CUDAEV__K_ALL) | (1u << CUDAEV__K_ANY))
 
-/* Promises and combinators: on the pending list until they fire. */
-static bool is_listed(const struct cudaev_future *f) { return (LISTED_KINDS >> f->kind) & 1u; }
+/* Promises and combinators (on the pending list) and timers (in their
+ * heap): the loop holds a reference until they fire. */
+#define HELD_KINDS (LISTED_KINDS | (1u << CUDAEV__K_TIMER))
+static bool is_held(const struct cudaev_future *f) { return (HELD_KINDS >> f->kind) & 1u; }
 
 /* ---- the promise source: the pending list (loop thread) ----------------- */
 
@@ -178,6 +191,7 @@ const struct cudaev__source_ops cudaev__source_promise = {
     .kinds = LISTED_KINDS,
     .fini = promise_fini,
     .track = promise_track,
+    .untrack = pend_del,
     .pending = promise_pending,
 };
 
@@ -208,9 +222,10 @@ static struct cudaev__cont *reverse(struct cudaev__cont *c) {
 void cudaev__future_fire(struct cudaev_future *f) {
   if (f->fired) return;
   f->fired = 1;
+  cudaev__stat_add(&f->loop->st.completions, 1);
   cudaev_future_retain(f); /* alive until the last continuation ran */
-  bool listed = is_listed(f);
-  if (listed) pend_del(f->loop, f);
+  bool listed = is_held(f);
+  if (listed) f->loop->src_of[f->kind]->untrack(f->loop, f);
   /* The inline first continuation, when it was published in time. */
   if (atomic_fetch_or_explicit(&f->msg_bits, CUDAEV__C0_CLOSED, memory_order_acq_rel) &
       CUDAEV__C0_READY) {
@@ -297,7 +312,9 @@ void cudaev__future_msg(struct cudaev_loop *loop, struct cudaev__msg *m) {
 /* ---- public: continuations, state, wait, cancel ----------------------- */
 
 CUDAEV_EXPORT cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_cb cb, void *user) {
-  if (f == NULL || cb == NULL || f->kind == CUDAEV__K_HOSTFN) return cudaErrorInvalidValue;
+  if (f == NULL || cb == NULL) return cudaErrorInvalidValue;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_then");
+  if (f->kind == CUDAEV__K_HOSTFN) return cudaErrorInvalidValue;
   if (!(atomic_fetch_or_explicit(&f->msg_bits, CUDAEV__C0_TAKEN, memory_order_relaxed) &
         CUDAEV__C0_TAKEN)) {
     /* The inline first continuation: no allocation. */
@@ -328,17 +345,21 @@ CUDAEV_EXPORT cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_c
 
 CUDAEV_EXPORT int cudaev_future_ready(const cudaev_future_t *f) {
   if (f == NULL) return 0;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_ready");
   return (atomic_load_explicit(&((cudaev_future_t *)f)->state, memory_order_acquire) &
           CUDAEV__STATE_MASK) == CUDAEV__DONE;
 }
 
 CUDAEV_EXPORT cudaError_t cudaev_future_result(const cudaev_future_t *f) {
   if (f == NULL) return cudaErrorInvalidValue;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_result");
   return cudaev_future_ready(f) ? f->result : cudaErrorNotReady;
 }
 
 CUDAEV_EXPORT int cudaev_future_cancel(cudaev_future_t *f) {
-  if (f == NULL || f->kind == CUDAEV__K_HOSTFN) return 0;
+  if (f == NULL) return 0;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_cancel");
+  if (f->kind == CUDAEV__K_HOSTFN) return 0;
   return cudaev__future_try_complete(f, CUDAEV_ERROR_CANCELLED);
 }
 
@@ -354,11 +375,16 @@ static bool self_complete(const struct cudaev__source_ops *src, struct cudaev_fu
 
 CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout_ns) {
   if (f == NULL) return cudaErrorInvalidValue;
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_wait");
   if (cudaev__tls_loop != NULL && cudaev__tls_loop == f->loop) return cudaErrorNotPermitted;
   uint64_t start = cudaev__now_ns();
   uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
-  /* Set at loop creation, so readable here on any thread. */
-  const struct cudaev__source_ops *src = f->loop->src_of[f->kind];
+  /* Only a kind whose source checks by itself reads the loop here (set at
+   * its creation): a promise's waiter racing the loop's destroy never
+   * touches the loop. */
+  const struct cudaev__source_ops *src = NULL;
+  if ((atomic_load_explicit(&cudaev__self_state_kinds, memory_order_relaxed) >> f->kind) & 1u)
+    src = f->loop->src_of[f->kind];
   bool self = src != NULL && src->self_state != NULL;
   for (unsigned spins = 0;; spins++) {
     uint32_t s = atomic_load_explicit(&f->state, memory_order_acquire);
@@ -429,7 +455,9 @@ CUDAEV_EXPORT cudaError_t cudaev_promise_new(cudaev_loop_t *loop, cudaev_future_
 }
 
 CUDAEV_EXPORT cudaError_t cudaev_promise_set(cudaev_future_t *f, cudaError_t status) {
-  if (f == NULL || f->kind != CUDAEV__K_PROMISE) return cudaErrorInvalidValue;
+  if (f == NULL) return cudaErrorInvalidValue;
+  CUDAEV__CHECK_LIVE(f, "cudaev_promise_set");
+  if (f->kind != CUDAEV__K_PROMISE) return cudaErrorInvalidValue;
   return cudaev__future_try_complete(f, status) ? cudaSuccess : cudaErrorIllegalState;
 }
 

@@ -12,6 +12,7 @@
 /* Every kind of completion source, in the order a pass runs them. */
 static const struct cudaev__source_ops *const sources[CUDAEV__NSOURCES] = {
     &cudaev__source_promise,
+    &cudaev__source_timer,
     &cudaev__source_gpu,
 };
 
@@ -36,6 +37,8 @@ static void sources_init(struct cudaev_loop *loop) {
     const struct cudaev__source_ops *s = sources[i];
     if (s->init != NULL && s->init(loop) != cudaSuccess) continue;
     loop->src[loop->nsrc++] = s;
+    if (s->self_state != NULL)
+      atomic_fetch_or_explicit(&cudaev__self_state_kinds, s->kinds, memory_order_relaxed);
     loop->nrun = loop->nsrc;
     for (uint32_t k = 0; k < CUDAEV__K_COUNT; k++)
       if (s->kinds & (1u << k)) loop->src_of[k] = s;
@@ -75,7 +78,8 @@ bool cudaev__loop_process(struct cudaev_loop *loop) {
   struct cudaev_loop *prev = cudaev__tls_loop;
   cudaev__tls_loop = loop;
   unsigned entered = sources_enter(loop);
-  cudaev__waker_drain(loop->waker);
+  cudaev__stat_add(&loop->st.passes, 1);
+  if (cudaev__waker_drain(loop->waker)) cudaev__stat_add(&loop->st.wakeups, 1);
   bool more = false;
   unsigned n = 0;
   struct cudaev__mpsc_node *node;
@@ -137,7 +141,7 @@ static bool foreign_start(struct cudaev_loop *loop) {
 }
 static void foreign_stop(struct cudaev_loop *loop) {}
 
-const struct cudaev__backend cudaev__backend_foreign = {foreign_start, foreign_stop};
+const struct cudaev__backend cudaev__backend_foreign = {foreign_start, foreign_stop, NULL};
 
 /* ---- public ---------------------------------------------------------------------- */
 
@@ -182,8 +186,9 @@ CUDAEV_EXPORT cudaError_t cudaev_loop_new_thread(cudaev_loop_t **out) {
   return loop_new(&cudaev__backend_thread, NULL, out);
 }
 
-CUDAEV_EXPORT void cudaev_loop_destroy(cudaev_loop_t *loop) {
-  if (loop == NULL || loop->is_default) return;
+/* cudaev_loop_destroy's work, on the destroying thread (which becomes the
+ * loop thread), outside any pass of the loop. */
+static void loop_teardown(struct cudaev_loop *loop) {
   loop->be->stop(loop);
   /* From here the calling thread is the loop thread. */
   cudaev__loop_process(loop);
@@ -197,7 +202,36 @@ CUDAEV_EXPORT void cudaev_loop_destroy(cudaev_loop_t *loop) {
   /* The promise source's list, which late submissions above may have used. */
   cudaev__free(loop->pend, loop->cap_pend * sizeof *loop->pend);
   cudaev__waker_release(loop->waker);
+}
+
+CUDAEV_EXPORT void cudaev_loop_destroy(cudaev_loop_t *loop) {
+  if (loop == NULL || loop->is_default) return;
+  if (cudaev__on_loop(loop))
+    cudaev__die("cudaev_loop_destroy inside a callback of the same loop; use cudaev_loop_close");
+  loop_teardown(loop);
   cudaev__free(loop, sizeof *loop);
+}
+
+void cudaev__loop_close_now(struct cudaev_loop *loop) {
+  loop_teardown(loop);
+  if (loop->close_cb != NULL) loop->close_cb(loop, loop->close_user);
+  cudaev__free(loop, sizeof *loop);
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_loop_close(cudaev_loop_t *loop, cudaev_close_cb cb, void *user) {
+  if (loop == NULL || loop->is_default) return cudaErrorInvalidValue;
+  bool on = cudaev__on_loop(loop);
+  if (on && loop->closing) return cudaErrorIllegalState;
+  loop->close_cb = cb;
+  loop->close_user = user;
+  if (on) {
+    /* Inside a callback: the run mode closes after the pass (deferred).
+     * `closing` is the loop thread's alone. */
+    loop->closing = true;
+  } else {
+    cudaev__loop_close_now(loop);
+  }
+  return cudaSuccess;
 }
 
 CUDAEV_EXPORT int cudaev_loop_fd(cudaev_loop_t *loop) {
@@ -213,10 +247,73 @@ CUDAEV_EXPORT int cudaev_loop_timeout(cudaev_loop_t *loop) {
   return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
+/* Push-style deadline (curl's CURLMOPT_TIMERFUNCTION): after a pass, the
+ * sources' before_sleep (spin, arm wakeups, nearest deadline) as the
+ * application would call cudaev_loop_timeout before blocking; the callback
+ * hears when the absolute deadline moved. */
+static void tell_timer(struct cudaev_loop *loop) {
+  uint64_t t = cudaev__loop_before_sleep(loop);
+  uint64_t at = t == UINT64_MAX ? UINT64_MAX : cudaev__now_ns() + t;
+  /* The same deadline read a few us later is no news (10 us slack). */
+  uint64_t told = loop->timer_told;
+  if (t != 0 && (at == told || (at != UINT64_MAX && told != UINT64_MAX &&
+                                (at > told ? at - told : told - at) < 10000)))
+    return;
+  loop->timer_told = at;
+  loop->timer_cb(loop,
+                 t == UINT64_MAX ? -1
+                 : t > INT64_MAX ? INT64_MAX
+                                 : (int64_t)t,
+                 loop->timer_user);
+}
+
 CUDAEV_EXPORT void cudaev_loop_process(cudaev_loop_t *loop) {
   if (loop == NULL) return;
+  /* One driver at a time: the pass's state has no lock. The address of a
+   * thread-local tells threads apart; a nested call (from a callback on the
+   * same thread) is the same driver. */
+  void *me = &cudaev__tls_loop;
+  void *was = atomic_exchange_explicit(&loop->driver, me, memory_order_acquire);
+  if (was != NULL && was != me)
+    cudaev__die(
+        "two threads drive one loop at once (cudaev_loop_process); a foreign loop has "
+        "one driving thread at a time");
   /* More work ready: make the fd readable so the driving loop returns. */
   if (cudaev__loop_process(loop)) cudaev__loop_wake(loop);
+  if (was == NULL && loop->closing) {
+    cudaev__loop_close_now(loop); /* the outermost call: the loop is gone after */
+    return;
+  }
+  if (loop->timer_cb != NULL) tell_timer(loop);
+  if (was == NULL) atomic_store_explicit(&loop->driver, NULL, memory_order_release);
+}
+
+CUDAEV_EXPORT int64_t cudaev_loop_timeout_ns(cudaev_loop_t *loop) {
+  if (loop == NULL) return -1;
+  uint64_t t = cudaev__loop_before_sleep(loop);
+  return t > INT64_MAX ? -1 : (int64_t)t;
+}
+
+CUDAEV_EXPORT void cudaev_loop_set_timer_cb(cudaev_loop_t *loop,
+                                            void (*cb)(cudaev_loop_t *, int64_t, void *),
+                                            void *user) {
+  if (loop == NULL) return;
+  loop->timer_cb = cb;
+  loop->timer_user = user;
+  loop->timer_told = UINT64_MAX - 1; /* differs from any deadline: the next pass tells */
+  if (cb != NULL) tell_timer(loop);
+}
+
+CUDAEV_EXPORT void cudaev_loop_ref(cudaev_loop_t *loop) {
+  if (loop == NULL) return;
+  loop->user_refs++;
+  if (loop->be->keep != NULL) loop->be->keep(loop);
+}
+
+CUDAEV_EXPORT void cudaev_loop_unref(cudaev_loop_t *loop) {
+  if (loop == NULL || loop->user_refs == 0) return;
+  loop->user_refs--;
+  if (loop->be->keep != NULL) loop->be->keep(loop);
 }
 
 CUDAEV_EXPORT void cudaev_loop_set_spin(cudaev_loop_t *loop, unsigned max_us) {
@@ -238,4 +335,18 @@ CUDAEV_EXPORT size_t cudaev_loop_pending(cudaev_loop_t *loop) {
   if (loop == NULL) return 0;
   if (cudaev__on_loop(loop)) publish_pending(loop);
   return atomic_load_explicit(&loop->npending_pub, memory_order_relaxed);
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_loop_stats(cudaev_loop_t *loop, struct cudaev_loop_stats *out,
+                                            size_t size) {
+  if (loop == NULL || out == NULL || size < sizeof(size_t)) return cudaErrorInvalidValue;
+  struct cudaev_loop_stats s;
+  memset(&s, 0, sizeof s);
+  s.size = size < sizeof s ? size : sizeof s;
+  s.passes = atomic_load_explicit(&loop->st.passes, memory_order_relaxed);
+  s.wakeups = atomic_load_explicit(&loop->st.wakeups, memory_order_relaxed);
+  s.completions = atomic_load_explicit(&loop->st.completions, memory_order_relaxed);
+  s.timers_fired = atomic_load_explicit(&loop->st.timers_fired, memory_order_relaxed);
+  memcpy(out, &s, s.size);
+  return cudaSuccess;
 }

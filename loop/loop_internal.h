@@ -32,13 +32,31 @@
 void *cudaev__alloc(size_t size);
 void cudaev__free(void *p, size_t size);
 
+/* ---- misuse (loop/debug.c) --------------------------------------------- */
+
+/* CUDAEV_DEBUG=1 in the environment (read at load): freed futures are
+ * poisoned and quarantined, and the public future calls check them. */
+extern bool cudaev__debug;
+/* Prints "cudaev: msg" on stderr and aborts. Thread: any. */
+_Noreturn void cudaev__die(const char *msg);
+/* Hands "cudaev: msg" to the application's log hook (cudaev_set_log), or
+ * writes it on stderr when there is none. Thread: any. */
+void cudaev__log(int level, const char *msg);
+struct cudaev_future;
+/* CUDAEV_DEBUG: names `call` and the freed future, then aborts. */
+_Noreturn void cudaev__future_misuse(const struct cudaev_future *f, const char *call);
+/* CUDAEV_DEBUG: poisons a future whose last reference went and keeps it
+ * from reuse for a while (the oldest quarantined is freed). */
+void cudaev__future_quarantine(struct cudaev_future *f);
+
 /* ---- messages to the loop (on the MPSC queue, mpsc.h) ------------------- */
 
 enum cudaev__msg_kind {
-  CUDAEV__MSG_FUTURE = 1, /* a future with msg_bits set */
-  CUDAEV__MSG_THEN,       /* a continuation added off the loop thread */
-  CUDAEV__MSG_CALL,       /* cudaev_loop_post */
-  CUDAEV__MSG_RUN,        /* a struct cudaev__run_msg: device notifications */
+  CUDAEV__MSG_FUTURE = 1,     /* a future with msg_bits set */
+  CUDAEV__MSG_THEN,           /* a continuation added off the loop thread */
+  CUDAEV__MSG_CALL,           /* cudaev_loop_post */
+  CUDAEV__MSG_RUN,            /* a struct cudaev__run_msg: device notifications */
+  CUDAEV__MSG_FREED = 0xdead, /* CUDAEV_DEBUG: a freed future's poison */
 };
 
 struct cudaev__msg {
@@ -75,6 +93,7 @@ enum cudaev__fkind {
   CUDAEV__K_ANY,
   CUDAEV__K_GPU,    /* completion word (or pooled event) on a stream */
   CUDAEV__K_HOSTFN, /* internal: the loop-thread host function trigger */
+  CUDAEV__K_TIMER,  /* completes at a deadline (loop/timer.c) */
   CUDAEV__K_COUNT
 };
 
@@ -122,7 +141,7 @@ struct cudaev_future {
                                       outcome is aux.hostfn_result); word
                                       path: owns the gate word `gate` */
   union {
-    uint32_t pend_idx; /* PROMISE/ALL/ANY: index in loop->pend */
+    uint32_t pend_idx; /* PROMISE/ALL/ANY: index in loop->pend; TIMER: in the heap */
     uint32_t word;     /* GPU/HOSTFN: completion word index */
   } x;
   struct cudaev_loop *loop;
@@ -136,9 +155,10 @@ struct cudaev_future {
   union {
     struct {
       union {
-        CUevent ev;     /* GPU, event path */
-        uint64_t left;  /* ALL: inputs still pending */
-        uint64_t index; /* ANY: winning input */
+        CUevent ev;        /* GPU, event path */
+        uint64_t left;     /* ALL: inputs still pending */
+        uint64_t index;    /* ANY: winning input */
+        uint64_t deadline; /* TIMER: cudaev__now_ns() when it completes */
       };
       void *c0_user; /* the inline first continuation's (not HOSTFN) */
     };
@@ -156,6 +176,14 @@ struct cudaev_future {
 
 _Static_assert(sizeof(struct cudaev_future) <= 128,
                "a pending future costs at most 128 bytes, its first continuation included");
+
+/* CUDAEV_DEBUG: aborts naming `call` when f was freed (poisoned). One
+ * load of a global while CUDAEV_DEBUG is off. */
+#define CUDAEV__CHECK_LIVE(f, call)                                               \
+  do {                                                                            \
+    if (__builtin_expect(cudaev__debug, 0) && (f)->msg.kind == CUDAEV__MSG_FREED) \
+      cudaev__future_misuse((f), (call));                                         \
+  } while (0)
 
 /* Allocates a future of `kind` with refs = 1 (the caller's). */
 struct cudaev_future *cudaev__future_new(struct cudaev_loop *loop, int kind);
@@ -234,6 +262,10 @@ struct cudaev__source_ops {
    * spins or arms wakeups as the source sees fit, and returns the longest
    * the loop may block in ns (UINT64_MAX: until woken; 0: not at all). */
   uint64_t (*before_sleep)(struct cudaev_loop *loop);
+  /* Loop thread, when a future of its kinds that the loop holds a
+   * reference for until it fires (promises, combinators, timers) fires:
+   * takes it off the source's lists; the firing drops that reference. */
+  void (*untrack)(struct cudaev_loop *loop, struct cudaev_future *f);
   /* Futures it tracks (cudaev_loop_pending). */
   size_t (*pending)(struct cudaev_loop *loop);
   /* Process exit, with the loop thread stopped (or calling exit itself):
@@ -242,10 +274,16 @@ struct cudaev__source_ops {
   void (*abandon)(struct cudaev_loop *loop);
 };
 
+/* The future kinds whose source has a self_state (future.c; loop.c adds
+ * a source's kinds when a loop starts it): a waiter reads the loop only
+ * for these. */
+extern _Atomic uint32_t cudaev__self_state_kinds;
+
 /* The sources, in the order the loop runs them (loop.c lists them). */
 extern const struct cudaev__source_ops cudaev__source_promise; /* future.c */
+extern const struct cudaev__source_ops cudaev__source_timer;   /* timer.c */
 extern const struct cudaev__source_ops cudaev__source_gpu;     /* gpu.c */
-#define CUDAEV__NSOURCES 2
+#define CUDAEV__NSOURCES 3
 
 /* ---- the loop ----------------------------------------------------------- */
 
@@ -262,8 +300,14 @@ cudaError_t cudaev__waker_new(struct cudaev__waker **out);
 /* Makes the fd readable, at most once per drain. Thread: any. */
 void cudaev__waker_wake(struct cudaev__waker *w);
 void cudaev__waker_release(struct cudaev__waker *w);
-/* The loop thread, at the start of a pass: reads the fd and re-arms wake. */
-void cudaev__waker_drain(struct cudaev__waker *w);
+/* The loop thread, at the start of a pass: reads the fd and re-arms wake.
+ * Returns whether the fd had been written. */
+bool cudaev__waker_drain(struct cudaev__waker *w);
+
+/* A loop statistic: one writer (the loop thread), readers anywhere. */
+static inline void cudaev__stat_add(_Atomic uint64_t *c, uint64_t n) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
+}
 
 /* A run mode: who waits for the wakeup fd and the timer (const vtable,
  * chosen at creation). */
@@ -272,6 +316,10 @@ struct cudaev__backend {
   bool (*start)(struct cudaev_loop *loop);
   /* Stops and frees the backend's state; from the destroying thread. */
   void (*stop)(struct cudaev_loop *loop);
+  /* Loop thread, after a pass and on cudaev_loop_ref/_unref: whether the
+   * loop keeps its host loop running (pending futures or the
+   * application's references) changed, maybe. NULL: nothing to do. */
+  void (*keep)(struct cudaev_loop *loop);
 };
 
 extern const struct cudaev__backend cudaev__backend_ev;
@@ -289,6 +337,28 @@ struct cudaev_loop {
   _Atomic uint32_t spin_max_us;
   _Atomic size_t npending_pub; /* published count for cudaev_loop_pending */
   _Atomic uint32_t stopping;
+  /* Foreign mode: a per-thread address of the thread inside
+   * cudaev_loop_process, so that a second thread is caught. */
+  _Atomic(void *) driver;
+  /* ev mode, loop thread: cudaev_loop_ref count, and whether the loop
+   * holds a reference on the host loop (backend_ev.c). */
+  uint32_t user_refs;
+  bool host_refd;
+  /* Foreign mode, loop thread: cudaev_loop_set_timer_cb's, and the
+   * deadline it was last told (cudaev__now_ns; UINT64_MAX: none). */
+  /* cudaev_loop_stats: written by the loop thread only (relaxed load +
+   * store, no locked instruction), read from any. */
+  struct {
+    _Atomic uint64_t passes, wakeups, completions, timers_fired;
+  } st;
+  /* cudaev_loop_close from inside a callback: the pass's caller (the run
+   * mode) closes the loop when its outermost pass returns. */
+  cudaev_close_cb close_cb;
+  void *close_user;
+  bool closing;
+  void (*timer_cb)(struct cudaev_loop *loop, int64_t timeout_ns, void *user);
+  void *timer_user;
+  uint64_t timer_told;
   /* The process's default loop, which cudaev_loop_destroy leaves alone:
    * set before the loop is published (backend_thread.c), cleared in a fork
    * child, where the default loop is a new one. */
@@ -304,6 +374,9 @@ struct cudaev_loop {
   /* The promise source's (future.c): promises and combinators not fired. */
   struct cudaev_future **pend;
   uint32_t npend, cap_pend;
+  /* The timer source's (timer.c): a min-heap of pending timers by
+   * deadline; NULL once finalized. */
+  struct cudaev__timers *timers;
   /* The GPU source's (gpu*.c): its state, NULL when the runtime could not
    * start, and why. */
   struct cudaev__gpu *gpu;
@@ -329,6 +402,10 @@ bool cudaev__loop_process(struct cudaev_loop *loop);
  * longest the caller may block in ns (UINT64_MAX: until the fd fires; 0:
  * process again now). */
 uint64_t cudaev__loop_before_sleep(struct cudaev_loop *loop);
+/* The run modes, after their outermost pass, when loop->closing: tears
+ * the loop down as cudaev_loop_destroy does (the backend's stop first),
+ * calls the close callback and frees the loop. */
+void cudaev__loop_close_now(struct cudaev_loop *loop);
 /* Process exit, the loop thread stopped or calling exit itself: the
  * sources' abandon (no driver call, no user code). */
 void cudaev__loop_abandon(struct cudaev_loop *loop);

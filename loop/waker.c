@@ -47,15 +47,22 @@ void cudaev__waker_release(struct cudaev__waker *w) {
  * writer would then skip its write with its message still queued (a lost
  * wakeup). The fd is read on every pass (nonblocking) so that a write that
  * lands after the clear never leaves it readable for nothing. */
-void cudaev__waker_drain(struct cudaev__waker *w) {
+bool cudaev__waker_drain(struct cudaev__waker *w) {
   uint64_t v;
   ssize_t r;
   do r = read(w->fd, &v, sizeof v);
   while (r < 0 && errno == EINTR);
   atomic_store_explicit(&w->pending, 0, memory_order_seq_cst);
+  return r == (ssize_t)sizeof v;
 }
 
+/* The message may lead the loop to close and free itself (a continuation
+ * calling cudaev_loop_close) before the wake below returns: the loop is not
+ * read after the push, and the waker is held across it. */
 void cudaev__loop_send(struct cudaev_loop *loop, struct cudaev__msg *m) {
+  struct cudaev__waker *w = loop->waker;
+  atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);
   cudaev__mpsc_push(&loop->q, &m->node);
-  cudaev__loop_wake(loop);
+  cudaev__waker_wake(w);
+  cudaev__waker_release(w);
 }

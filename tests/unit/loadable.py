@@ -25,7 +25,7 @@ import sys
 
 GLIBC = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
          "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"}
-NO_LIBEV = 10002
+NO_LIBEV = 0x43450003  # CUDAEV_ERROR_BASE + 3 (include/cudaev.h)
 
 failures = []
 
