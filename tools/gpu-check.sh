@@ -18,7 +18,7 @@
 #             NVIDIA's runtime and on ours), with the application's libev
 #   serve     bench/serve.sh: wrk against the service and its twin (about
 #             3 minutes; SERVE_* apply); its table and plot land in OUT/serve
-#   badinput  tests/badinput/run.sh, if present
+#   badinput  tests/badinput/run.sh, if present (at most BADINPUT_BUDGET s)
 # The interop programs of the gpu suite find the GL/EGL/Vulkan loaders in
 # .device/lib (gpu-pack.sh) or in the .gl packages, unpacked here when
 # carried (the device tool's README).
@@ -104,9 +104,11 @@ for part in "$@"; do
       ;;
     badinput)
       if [ -x tests/badinput/run.sh ]; then
-        tests/badinput/run.sh "$build" /usr/local/cuda/lib64/libcudart.so.13 "$logs/badinput" \
-          >"$logs/badinput.txt" 2>&1
-        note "badinput: exit $?"; tail -n 15 "$logs/badinput.txt" >>"$summary"
+        # Bounded (BADINPUT_BUDGET s, default 300) so that the logs still come back.
+        PYTHONUNBUFFERED=1 timeout "${BADINPUT_BUDGET:-300}" tests/badinput/run.sh "$build" \
+          /usr/local/cuda/lib64/libcudart.so.13 "$logs/badinput" >"$logs/badinput.txt" 2>&1
+        note "badinput: exit $? (124: over BADINPUT_BUDGET)"; tail -n 25 "$logs/badinput.txt" >>"$summary"
+        cp "$logs/badinput/report.txt" "$out/badinput-report.txt" 2>/dev/null || true
       else
         note "badinput: no harness in this tree"
       fi
