@@ -48,7 +48,14 @@ mkdir -p .device/app
 [ -e .device/lib/libev.so.4 ] && mv .device/lib/libev.so.4 .device/app/
 . .device/env.sh
 # cuBLAS (the inference service links it) stays on the GPU machine.
-cublas=$(tools/find-cublas.sh) && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$cublas
+# cuBLAS for the inference service, through links to its two libraries only:
+# its folder (the toolkit's lib64) also holds NVIDIA's libcudart.so.13, which
+# would then win over ours for programs that find ours by RUNPATH.
+if cublas=$(tools/find-cublas.sh); then
+  mkdir -p .device/cublas
+  ln -sf "$cublas/libcublas.so.13" "$cublas/libcublasLt.so.13" .device/cublas/
+  export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$PWD/.device/cublas
+fi
 note "date: $(date -u '+%F %T') UTC; commit: $(cat .gpu/commit 2>/dev/null || echo unknown)"
 note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
 if ldconfig -p | grep -q 'libev\.so'; then
