@@ -93,20 +93,7 @@ cudaError_t cudaev__ctx_slow(void) {
     CUdevice dev;
     unsigned flags;
     int active = 1;
-    if (cudaev__drv.cuCtxGetDevice(&dev, cur) != CUDA_SUCCESS) {
-      /* The current context no longer answers. After cudaDeviceReset of
-       * the thread's device (its primary is gone) it is the reset context
-       * itself when the reset followed a device fault: NVIDIA's runtime
-       * then retains the primary again and reports what that returns
-       * (cudaErrorDevicesUnavailable after an illegal address, H100,
-       * driver 580) rather than the old context's error. Otherwise the
-       * application's own context: the call reports its error. */
-      if (atomic_load(&cudaev__rt.devices[d].primary) != NULL) return cudaSuccess;
-      CUcontext c;
-      cudaError_t e = cudaev__primary_ctx(d, &c);
-      if (e != cudaSuccess) return e;
-      return cudaev__error_from_cu(cudaev__drv.cuCtxSetCurrent(c));
-    }
+    if (cudaev__drv.cuCtxGetDevice(&dev, cur) != CUDA_SUCCESS) return cudaSuccess;
     int o = -1;
     for (int i = 0; i < cudaev__rt.device_count; i++)
       if (cudaev__rt.devices[i].dev == dev) o = i;
