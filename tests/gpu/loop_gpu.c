@@ -13,15 +13,8 @@
 #include <unistd.h>
 
 #include "../../bench/loop_common.h"
+#include "../check.h"
 
-static int failures;
-#define CHECK(c)                                                            \
-  do {                                                                      \
-    if (!(c)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                           \
-    }                                                                       \
-  } while (0)
 #define CHECK_EQ_ERR(a, b)                                                                        \
   do {                                                                                            \
     cudaError_t x_ = (a), y_ = (b);                                                               \
@@ -31,12 +24,6 @@ static int failures;
       failures++;                                                                                 \
     }                                                                                             \
   } while (0)
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static const int64_t SEC = 1000000000LL;
 static CUcontext ctx;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../../bench/loop_common.h"
+#include "../check.h"
 
 #define CTX_DRIVER(X)         \
   X(cuCtxCreate)              \
@@ -26,15 +27,6 @@
 #define CTX_DECL(n) static __typeof__(&n) c_##n;
 CTX_DRIVER(CTX_DECL)
 #undef CTX_DECL
-
-static int failures;
-#define CHECK(c)                                                            \
-  do {                                                                      \
-    if (!(c)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                           \
-    }                                                                       \
-  } while (0)
 
 static const int64_t SEC = 1000000000LL;
 

@@ -10,15 +10,7 @@
 #include <unistd.h>
 
 #include "cudaev.h"
-
-static int failures;
-#define CHECK(c)                                                            \
-  do {                                                                      \
-    if (!(c)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                           \
-    }                                                                       \
-  } while (0)
+#include "../check.h"
 
 #define N 256
 

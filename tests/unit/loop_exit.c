@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cudaev.h"
+#include "../check.h"
 
 /* ThreadSanitizer cannot follow a thread created in a child forked from a
  * multithreaded process (it refuses by default, die_after_fork; allowed, it
@@ -33,15 +34,6 @@
 #ifndef UNDER_TSAN
 #define UNDER_TSAN 0
 #endif
-
-static int failures;
-#define CHECK(c)                                                            \
-  do {                                                                      \
-    if (!(c)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                           \
-    }                                                                       \
-  } while (0)
 
 enum { CHILD_LIMIT_S = 20 };
 

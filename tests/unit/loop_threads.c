@@ -13,19 +13,11 @@
 #include <unistd.h>
 
 #include "cudaev.h"
+#include "../check.h"
 
 /* loop/loop_internal.h's allocator (hidden in the library, linked here). */
 void *cudaev__alloc(size_t size);
 void cudaev__free(void *p, size_t size);
-
-static int failures;
-#define CHECK(c)                                                            \
-  do {                                                                      \
-    if (!(c)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                           \
-    }                                                                       \
-  } while (0)
 
 #define THREADS 32
 

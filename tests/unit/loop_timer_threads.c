@@ -11,15 +11,7 @@
 #include <unistd.h>
 
 #include "cudaev.h"
-
-static int failures;
-#define CHECK(c)                                                            \
-  do {                                                                      \
-    if (!(c)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                           \
-    }                                                                       \
-  } while (0)
+#include "../check.h"
 
 #define THREADS 8
 #define PER     2000
