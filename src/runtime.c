@@ -50,6 +50,24 @@ cudaError_t cudaev__init_slow(void) {
   return cudaev__rt.init_error;
 }
 
+/* After a sticky fault the driver refuses every new context of the device
+ * with the fault's own code, reset or not (measured on driver 580: the
+ * retain answers CUDA_ERROR_ILLEGAL_ADDRESS). NVIDIA's runtime reports the
+ * device as unavailable then, not the old fault. */
+static cudaError_t primary_error(CUresult r) {
+  switch (r) {
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+  case CUDA_ERROR_HARDWARE_STACK_ERROR:
+  case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+  case CUDA_ERROR_MISALIGNED_ADDRESS:
+  case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+  case CUDA_ERROR_INVALID_PC:
+  case CUDA_ERROR_LAUNCH_FAILED:
+  case CUDA_ERROR_ECC_UNCORRECTABLE: return cudaErrorDevicesUnavailable;
+  default: return cudaev__error_from_cu(r);
+  }
+}
+
 cudaError_t cudaev__primary_ctx(int d, CUcontext *out) {
   struct cudaev__device *dev = &cudaev__rt.devices[d];
   CUcontext c = atomic_load_explicit(&dev->primary, memory_order_acquire);
@@ -60,7 +78,7 @@ cudaError_t cudaev__primary_ctx(int d, CUcontext *out) {
   /* No lock across the driver call: retain, then publish; a thread that
    * loses the race gives its extra reference back. */
   CUresult r = cudaev__drv.cuDevicePrimaryCtxRetain(&c, dev->dev);
-  if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
+  if (r != CUDA_SUCCESS) return primary_error(r);
   CUcontext expected = NULL;
   if (!atomic_compare_exchange_strong(&dev->primary, &expected, c)) {
     cudaev__drv.cuDevicePrimaryCtxRelease(dev->dev);
@@ -82,8 +100,7 @@ int cudaev__current_device(void) {
   return t < 0 ? 0 : t;
 }
 
-cudaError_t cudaev__ctx_slow(void) {
-  cudaev__thread.reset_gen = atomic_load_explicit(&cudaev__rt.reset_gen, memory_order_relaxed);
+static cudaError_t ctx_check(void) {
   CUcontext cur = NULL;
   int d = cudaev__thread.device < 0 ? 0 : cudaev__thread.device;
   if (cudaev__drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != NULL) {
@@ -110,6 +127,17 @@ cudaError_t cudaev__ctx_slow(void) {
   cudaError_t e = cudaev__primary_ctx(d, &c);
   if (e != cudaSuccess) return e;
   return cudaev__error_from_cu(cudaev__drv.cuCtxSetCurrent(c));
+}
+
+/* The thread's context after a reset, or its first one. The reset
+ * generation is taken as seen only once the context answers: while the
+ * device refuses a new context every call asks again, as with NVIDIA's
+ * runtime. */
+cudaError_t cudaev__ctx_slow(void) {
+  unsigned gen = atomic_load_explicit(&cudaev__rt.reset_gen, memory_order_relaxed);
+  cudaError_t e = ctx_check();
+  if (e == cudaSuccess) cudaev__thread.reset_gen = gen;
+  return e;
 }
 
 /* Called by the generated stubs of exports not implemented yet

@@ -133,6 +133,36 @@ Test(context, reset_gives_the_primary_context_back) {
   cr_expect_eq(fake_retains, 1, "once");
 }
 
+/* After a sticky fault the real driver refuses the device's next primary
+ * context with the fault's code, reset or not; NVIDIA's runtime then
+ * answers cudaErrorDevicesUnavailable to every call, asking again each time
+ * (tests/gpu/fault_reset.cu). */
+static int refuse_retain, refused;
+static CUresult (*retain_ok)(CUcontext *, CUdevice);
+static CUresult retain_after_fault(CUcontext *c, CUdevice d) {
+  if (!refuse_retain) return retain_ok(c, d);
+  refused++;
+  return CUDA_ERROR_ILLEGAL_ADDRESS;
+}
+
+Test(context, a_device_that_refuses_a_new_context_is_unavailable) {
+  fake_driver_base(&fake);
+  fake.cuDevicePrimaryCtxReset = fake_reset;
+  retain_ok = fake.cuDevicePrimaryCtxRetain;
+  fake.cuDevicePrimaryCtxRetain = retain_after_fault;
+  cudaev__driver_install(&fake, 13000);
+  cr_assert_eq(cudaSetDevice(0), cudaSuccess);
+  cr_expect_eq(cudaDeviceReset(), cudaSuccess);
+  refuse_retain = 1;
+  cr_expect_eq(cudaev__ctx(), cudaErrorDevicesUnavailable);
+  cr_expect_eq(cudaev__ctx(), cudaErrorDevicesUnavailable, "every call asks again");
+  cr_expect_eq(refused, 2);
+  refuse_retain = 0;
+  cr_expect_eq(cudaev__ctx(), cudaSuccess, "a device that takes contexts again serves");
+  cr_expect_eq(cudaev__ctx(), cudaSuccess);
+  cr_expect_eq(refused, 2);
+}
+
 Test(device, flags_are_checked_before_the_driver) {
   fake_driver_base(&fake);
   cudaev__driver_install(&fake, 13000);
