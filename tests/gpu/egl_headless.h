@@ -68,6 +68,7 @@ struct egl_headless {
   X(GenTextures, PFNGLGENTEXTURESPROC)       \
   X(DeleteTextures, PFNGLDELETETEXTURESPROC) \
   X(BindTexture, PFNGLBINDTEXTUREPROC)       \
+  X(TexImage2D, PFNGLTEXIMAGE2DPROC)         \
   X(TexStorage2D, PFNGLTEXSTORAGE2DPROC)     \
   X(TexSubImage2D, PFNGLTEXSUBIMAGE2DPROC)   \
   X(TexParameteri, PFNGLTEXPARAMETERIPROC)   \

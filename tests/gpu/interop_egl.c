@@ -66,12 +66,18 @@ static cudaError_t bounded_stream_wait(cudaStream_t s) {
   return e;
 }
 
-static GLuint make_texture(const void *data) {
+/* immutable: glTexStorage2D then an upload; else glTexImage2D's mutable
+ * storage. An EGLImage may be made from either. */
+static GLuint make_texture(const void *data, int immutable) {
   GLuint t = 0;
   gl.GenTextures(1, &t);
   gl.BindTexture(GL_TEXTURE_2D, t);
-  gl.TexStorage2D(GL_TEXTURE_2D, 1, GL_RGBA8, W, H);
-  gl.TexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, W, H, GL_RGBA, GL_UNSIGNED_BYTE, data);
+  if (immutable) {
+    gl.TexStorage2D(GL_TEXTURE_2D, 1, GL_RGBA8, W, H);
+    gl.TexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, W, H, GL_RGBA, GL_UNSIGNED_BYTE, data);
+  } else {
+    gl.TexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, W, H, 0, GL_RGBA, GL_UNSIGNED_BYTE, data);
+  }
   gl.TexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
   gl.TexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
   gl.BindTexture(GL_TEXTURE_2D, 0);
@@ -170,24 +176,18 @@ static void image_frame(cudaGraphicsResource_t r, GLuint t) {
   if (e == cudaSuccess) T(cudaGraphicsUnmapResources(1, &r, 0));
 }
 
-static void group_image(void) {
-  printf("== egl image\n");
-  int has = egl_has_ext(egl.extensions, "EGL_KHR_image_base") &&
-            egl_has_ext(egl.extensions, "EGL_KHR_gl_texture_2D_image");
-  printf("EGL_KHR_image_base and EGL_KHR_gl_texture_2D_image: %d\n", has);
-  if (!has) return;
-  PFNEGLCREATEIMAGEKHRPROC create_image;
-  PFNEGLDESTROYIMAGEKHRPROC destroy_image;
-  EGL_PROC(create_image, "eglCreateImageKHR");
-  EGL_PROC(destroy_image, "eglDestroyImageKHR");
-  for (int i = 0; i < W * H * 4; i++) {
-    texels[i] = (unsigned char)(i * 7 + 3);
-    texels2[i] = (unsigned char)((i * 13) ^ 0xa5);
-  }
-  GLuint t = make_texture(texels);
+static PFNEGLCREATEIMAGEKHRPROC create_image;
+static PFNEGLDESTROYIMAGEKHRPROC destroy_image;
+
+static void image_from_texture(int immutable) {
+  printf("-- from a %s texture\n", immutable ? "glTexStorage2D" : "glTexImage2D");
+  GLuint t = make_texture(texels, immutable);
   /* CUDA reads the image without GL's help: GL's upload must be done. */
   gl.Finish();
-  static const EGLint attrs[] = {EGL_GL_TEXTURE_LEVEL_KHR, 0, EGL_NONE};
+  /* EGL_IMAGE_PRESERVED_KHR: without it the image's contents are undefined
+   * once it is made (EGL_KHR_image_base). */
+  static const EGLint attrs[] = {EGL_GL_TEXTURE_LEVEL_KHR, 0, EGL_IMAGE_PRESERVED_KHR, EGL_TRUE,
+                                 EGL_NONE};
   EGLImageKHR img =
       create_image(egl.dpy, egl.ctx, EGL_GL_TEXTURE_2D_KHR, (EGLClientBuffer)(uintptr_t)t, attrs);
   if (img == EGL_NO_IMAGE_KHR) {
@@ -200,6 +200,9 @@ static void group_image(void) {
   if (e == cudaSuccess) {
     image_frame(r, t);
     T(cudaGraphicsUnregisterResource(r));
+    read_texture(t, texels_out);
+    printf("GL sees CUDA's texels after the unregister: %d\n",
+           memcmp(texels_out, texels2, sizeof texels2) == 0);
   }
   TCV(e, cudaGraphicsEGLRegisterImage(&r, img, 0x100));
   if (e == cudaSuccess) T(cudaGraphicsUnregisterResource(r));
@@ -209,6 +212,22 @@ static void group_image(void) {
   }
   gl.DeleteTextures(1, &t);
   GL_CHECK(&gl, "glDeleteTextures");
+}
+
+static void group_image(void) {
+  printf("== egl image\n");
+  int has = egl_has_ext(egl.extensions, "EGL_KHR_image_base") &&
+            egl_has_ext(egl.extensions, "EGL_KHR_gl_texture_2D_image");
+  printf("EGL_KHR_image_base and EGL_KHR_gl_texture_2D_image: %d\n", has);
+  if (!has) return;
+  EGL_PROC(create_image, "eglCreateImageKHR");
+  EGL_PROC(destroy_image, "eglDestroyImageKHR");
+  for (int i = 0; i < W * H * 4; i++) {
+    texels[i] = (unsigned char)(i * 7 + 3);
+    texels2[i] = (unsigned char)((i * 13) ^ 0xa5);
+  }
+  image_from_texture(1);
+  image_from_texture(0);
 }
 
 static void group_sync(cudaStream_t s) {
