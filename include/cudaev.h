@@ -331,11 +331,11 @@ cudaError_t cudaev_future_result(const cudaev_future_t *f);
  * the GPU's completion word, so waiting works even while no thread drives
  * the loop; continuations still run on the loop thread.
  * Returns cudaErrorNotPermitted when called on the loop thread inside a
- * callback (it would deadlock). A wait on a promise, combinator or timer
- * may race cudaev_loop_destroy / _close on another thread: it returns
+ * callback (it would deadlock). A wait on any future may race
+ * cudaev_loop_destroy / _close on another thread: it returns
  * CUDAEV_ERROR_LOOP_DESTROYED and never reads the freed loop (a GPU
- * future's waiter still reads the loop's GPU state: do not destroy a loop
- * while a thread waits on one of its GPU futures).
+ * future's waiter that is reading its completion word or querying its
+ * event holds destroy back until that read returns).
  * Thread: any other than the loop thread. */
 cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout_ns);
 

@@ -145,6 +145,7 @@ struct cudaev__gpu {
   uint32_t nfree, cap_free;
   CUevent *free_events;
   uint32_t nfree_ev, cap_free_ev;
+  uint32_t nev_made; /* pooled events alive: cap_free_ev covers them all */
   uint32_t nchunks;
   uint32_t *chunk_host[MAX_CHUNKS];
   CUdeviceptr chunk_dev[MAX_CHUNKS];
@@ -366,7 +367,10 @@ bool cudaev__gpu_grow(void **arr, uint32_t *cap, size_t item, uint32_t need);
 /* A zeroed completion word (its index), making a chunk when none is free. */
 cudaError_t cudaev__gpu_word_get(struct cudaev__gpu *g, uint32_t *out);
 void cudaev__gpu_words_put(struct cudaev__gpu *g, const uint32_t *w, uint32_t n);
-/* A DISABLE_TIMING event from the pool, or a new one. */
+/* A DISABLE_TIMING event from the pool, or a new one; the pool makes
+ * room for it first (cudaErrorMemoryAllocation when it cannot), so that
+ * giving it back never fails: a pooled event is destroyed only with the
+ * pool (a waiter may still query one the loop gave back). */
 cudaError_t cudaev__gpu_event_get(struct cudaev__gpu *g, CUevent *out);
 void cudaev__gpu_event_put(struct cudaev__gpu *g, CUevent e);
 void cudaev__gpu_events_put(struct cudaev__gpu *g, CUevent *ev, uint32_t n);

@@ -78,6 +78,9 @@ static void finish(struct cudaev__gpu *g, struct cudaev_future *f, struct recycl
   cudaError_t st = fail != cudaSuccess ? fail : f->has_gate ? f->aux.hostfn_result : cudaSuccess;
   if (cudaev__future_try_complete(f, st) && fail == cudaSuccess && now > f->t_submit && !f->flush)
     g->ewma_ns = g->ewma_ns - g->ewma_ns / 8 + (now - f->t_submit) / 8;
+  /* A waiter may be reading f's word or querying its event: not back to
+   * the pool (nor, at destroy, freed) under its feet. */
+  cudaev__future_unread(f);
   if (f->use_event)
     recycle_event(g, rc, f->u.ev);
   else

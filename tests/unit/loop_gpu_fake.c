@@ -36,6 +36,7 @@ enum op_kind { OP_WRITE, OP_WAIT, OP_HOSTFN, OP_DELAY, OP_RECORD, OP_WAITEV, OP_
 struct fevent {
   atomic_int recorded; /* records enqueued */
   atomic_int reached;  /* records the GPU has passed */
+  atomic_int dead;     /* destroyed, kept (keep_dead) to catch a late query */
 };
 struct op {
   enum op_kind kind;
@@ -238,16 +239,42 @@ static CUresult f_erecord(CUevent e, CUstream s) {
   if (slow_record_ms) usleep(slow_record_ms * 1000u);
   return r;
 }
+/* A query made by `stall_th` (once armed by stall_on) lingers in the
+ * driver, as a descheduled waiter's would, until `stall_until` is set or
+ * 300 ms passed; a query of an event destroyed meanwhile is counted (on a
+ * real driver: a use after free). */
+static atomic_int stall_on, in_stall, stall_until, dead_queries, keep_dead;
+static pthread_t stall_th;
+static struct fevent *graveyard[4096];
+static atomic_int ngraves;
 static CUresult f_equery(CUevent e) {
   atomic_fetch_add(&queries, 1);
-  if (atomic_load(&faulted)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (atomic_load(&stall_on) && pthread_equal(pthread_self(), stall_th)) {
+    atomic_store(&stall_on, 0);
+    atomic_store(&in_stall, 1);
+    for (int i = 0; i < 300 && !atomic_load(&stall_until); i++) usleep(1000);
+  }
   struct fevent *v = (struct fevent *)e;
+  if (atomic_load(&v->dead)) atomic_fetch_add(&dead_queries, 1);
+  if (atomic_load(&faulted)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   return atomic_load(&v->reached) == atomic_load(&v->recorded) ? CUDA_SUCCESS
                                                                : CUDA_ERROR_NOT_READY;
 }
+static atomic_long edestroys;
 static CUresult f_edestroy(CUevent e) {
+  atomic_fetch_add(&edestroys, 1);
+  int n;
+  if (atomic_load(&keep_dead) && (n = atomic_fetch_add(&ngraves, 1)) < 4096) {
+    atomic_store(&((struct fevent *)e)->dead, 1);
+    graveyard[n] = (struct fevent *)e;
+    return CUDA_SUCCESS;
+  }
   free(e);
   return CUDA_SUCCESS;
+}
+static void graveyard_free(void) {
+  int n = atomic_exchange(&ngraves, 0);
+  for (int i = 0; i < n && i < 4096; i++) free(graveyard[i]);
 }
 /* Copies run on the "GPU"; host memory the test declares pageable is what
  * cuPointerGetAttribute refuses, as the driver does. */
@@ -1600,4 +1627,65 @@ Test(loop_exit_fake, exit_with_pending_gpu_work_opens_gates, .timeout = 60) {
             st != -1 && WIFSIGNALED(st) ? WTERMSIG(st) : 0);
   cr_expect(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "child exit code %d",
             st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+/* ---- lifetimes: waiters, late submissions and destroy ------------------- */
+
+/* A waiter checks an event-marked future itself (cuEventQuery) and is
+ * held up inside the query while another thread destroys the loop:
+ * destroy must not destroy that event (nor free the loop's GPU state)
+ * before the query returned, and the wait ends with the destroy's
+ * outcome. */
+struct stall_waiter {
+  cudaev_future_t *f;
+  cudaError_t got;
+};
+static void *stall_wait_main(void *arg) {
+  struct stall_waiter *w = arg;
+  stall_th = pthread_self();
+  atomic_store(&stall_on, 1);
+  w->got = cudaev_future_wait(w->f, 5 * SEC);
+  return NULL;
+}
+
+Test(loop_gpu_fake, waiter_inside_an_event_query_outlives_destroy) {
+  atomic_store(&writes_supported, 0); /* every marker is a pooled event */
+  atomic_store(&keep_dead, 1);
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s); /* never driven */
+  struct stall_waiter w = {.got = cudaErrorUnknown};
+  cr_assert_eq(kernel(loop, s, 20000, &w.f), cudaSuccess); /* 20 ms */
+  pthread_t th;
+  pthread_create(&th, NULL, stall_wait_main, &w);
+  for (int i = 0; i < 2000 && !atomic_load(&in_stall); i++) usleep(1000);
+  cr_assert(atomic_load(&in_stall), "the waiter never queried the event");
+  cudaev_loop_destroy(loop);
+  atomic_store(&stall_until, 1);
+  pthread_join(th, NULL);
+  cr_expect_eq(atomic_load(&dead_queries), 0,
+               "the waiter's query ran on an event destroy had destroyed");
+  cr_expect_eq(w.got, CUDAEV_ERROR_LOOP_DESTROYED, "wait gave %d", w.got);
+  cr_expect(atomic_load(&edestroys) > 0, "destroy destroys the pooled events");
+  cudaev_future_release(w.f);
+  graveyard_free();
+}
+
+/* The pool gives back events it made, all at once, and destroys none of
+ * them while the loop lives (a waiter may still query one). */
+Test(loop_gpu_fake, pooled_events_live_as_long_as_the_loop) {
+  atomic_store(&writes_supported, 0);
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s);
+  enum { N = 2000 };
+  cudaev_future_t *f[N];
+  for (int i = 0; i < N; i++) cr_assert_eq(kernel(loop, s, 1, &f[i]), cudaSuccess);
+  for (int i = 0; i < 10000 && cudaev_future_ready(f[N - 1]) == 0; i++) {
+    cudaev_loop_process(loop);
+    usleep(200);
+  }
+  cr_assert(cudaev_future_ready(f[N - 1]));
+  cr_expect_eq(atomic_load(&edestroys), 0, "an event was destroyed while the loop lives");
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_loop_destroy(loop);
+  cr_expect(atomic_load(&edestroys) > 0);
 }
