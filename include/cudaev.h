@@ -466,7 +466,11 @@ cudaError_t cudaev_future_timeout(cudaev_future_t *f, uint64_t ns, cudaev_future
  * error (e.g. a kernel faulting) completes every pending GPU future of that
  * context with that error within about 250 ms. When submission fails no
  * future is returned (*out = NULL) and the error is returned (and recorded
- * as cudart's last error, as the corresponding cudaXxx would).
+ * as cudart's last error, as the corresponding cudaXxx would). A
+ * submission made while the loop is being destroyed (by a continuation
+ * that cudaev_loop_destroy runs) returns CUDAEV_ERROR_LOOP_DESTROYED; one
+ * from another thread must not overlap cudaev_loop_destroy at all (the
+ * loop is freed under it).
  *
  * The marker is a completion word (cuStreamWriteValue32) when the stream has
  * none of the loop's futures outstanding, else a pooled event, with a word

@@ -135,7 +135,11 @@ struct cudaev__track {
  * (gpu_of), never by a lookup per completion. */
 struct cudaev__gpu {
   CUcontext ctx;
-  uint32_t idx;      /* in the table (all[idx] == this); tags carry it */
+  uint32_t idx; /* in the table (all[idx] == this); tags carry it */
+  /* Index 0 only: destroy has begun to free the states; submissions (from
+   * the continuations destroy runs) are refused from then on. Written by
+   * the destroying thread, read by submitters. */
+  _Atomic uint32_t closing;
   CUstream internal; /* event futures and the watchdog's query */
   int use_events;
   _Atomic uint32_t tag_gen;
@@ -340,6 +344,8 @@ static inline cudaError_t cudaev__sub_begin(struct cudaev__sub *s, cudaev_loop_t
   if (out != NULL) *out = NULL;
   if (loop == NULL || out == NULL) return cudaErrorInvalidValue;
   if (loop->gpu == NULL) return loop->gpu_error;
+  if (atomic_load_explicit(&loop->gpu->closing, memory_order_relaxed))
+    return CUDAEV_ERROR_LOOP_DESTROYED;
   CUcontext cur = NULL;
   cudaev__drv.cuCtxGetCurrent(&cur);
   cudaError_t e = cudaev__gpu_for(loop, stream, cur, &s->g);

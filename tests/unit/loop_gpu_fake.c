@@ -1670,6 +1670,47 @@ Test(loop_gpu_fake, waiter_inside_an_event_query_outlives_destroy) {
   graveyard_free();
 }
 
+/* Continuations that destroy runs (on the destroying thread) and that
+ * submit more GPU work: refused with CUDAEV_ERROR_LOOP_DESTROYED and no
+ * future, both while the GPU source fails its futures and in the passes
+ * after it is gone. */
+struct late {
+  CUstream s;
+  cudaError_t rc[2];
+  cudaev_future_t *out[2];
+  int ran[2];
+};
+static void late2_cb(cudaev_future_t *f, cudaError_t st, void *u) {
+  struct late *l = u;
+  l->ran[1]++;
+  l->out[1] = (cudaev_future_t *)(uintptr_t)1;
+  l->rc[1] = kernel(cudaev_future_loop(f), l->s, 1, &l->out[1]);
+}
+static void late1_cb(cudaev_future_t *f, cudaError_t st, void *u) {
+  struct late *l = u;
+  l->ran[0]++;
+  l->out[0] = (cudaev_future_t *)(uintptr_t)1;
+  l->rc[0] = kernel(cudaev_future_loop(f), l->s, 1, &l->out[0]);
+  /* f fired: this one runs in a later pass, after the sources' fini. */
+  cudaev_future_then(f, late2_cb, l);
+}
+
+Test(loop_gpu_fake, submissions_during_destroy_are_refused) {
+  struct late l = {.rc = {cudaErrorUnknown, cudaErrorUnknown}};
+  cudaev_loop_t *loop = foreign_with_stream(&l.s);
+  cudaev_future_t *f;
+  cr_assert_eq(kernel(loop, l.s, 50000, &f), cudaSuccess);
+  cr_assert_eq(cudaev_future_then(f, late1_cb, &l), cudaSuccess);
+  cudaev_loop_destroy(loop);
+  cr_expect_eq(cudaev_future_result(f), CUDAEV_ERROR_LOOP_DESTROYED);
+  for (int i = 0; i < 2; i++) {
+    cr_expect_eq(l.ran[i], 1, "continuation %d ran %d times", i, l.ran[i]);
+    cr_expect_eq(l.rc[i], CUDAEV_ERROR_LOOP_DESTROYED, "submission %d gave %d", i, l.rc[i]);
+    cr_expect_null(l.out[i], "submission %d left a future", i);
+  }
+  cudaev_future_release(f);
+}
+
 /* The pool gives back events it made, all at once, and destroys none of
  * them while the loop lives (a waiter may still query one). */
 Test(loop_gpu_fake, pooled_events_live_as_long_as_the_loop) {
