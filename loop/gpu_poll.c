@@ -41,6 +41,22 @@ static void recycle_flush(struct cudaev__gpu *g, struct recycle *rc) {
   rc->n = rc->nev = 0;
 }
 
+/* cudaev_loop_stats' GPU counters for an application's future popped
+ * from its FIFO (loop thread: plain load and store). */
+static inline void count(struct cudaev_loop *loop, const struct cudaev_future *f, cudaError_t fail,
+                         uint64_t now) {
+  if (fail != cudaSuccess) {
+    cudaev__stat_add(&loop->st.gpu_failed, 1);
+    return;
+  }
+  cudaev__stat_add(&loop->st.gpu_completions, 1);
+  cudaev__stat_add(f->use_event ? &loop->st.gpu_events : &loop->st.gpu_words, 1);
+  uint64_t ns = now > f->t_submit ? now - f->t_submit : 0;
+  unsigned b = 63u - (unsigned)__builtin_clzll(ns | 1u);
+  if (b >= CUDAEV_LOOP_LATENCY_BUCKETS) b = CUDAEV_LOOP_LATENCY_BUCKETS - 1;
+  cudaev__stat_add(&loop->st.gpu_latency[b], 1);
+}
+
 /* A popped entry whose marker the GPU has passed (or, with `fail`, whose
  * context died / loop is going away). */
 static void finish(struct cudaev__gpu *g, struct cudaev_future *f, struct recycle *rc,
@@ -78,6 +94,7 @@ static void finish(struct cudaev__gpu *g, struct cudaev_future *f, struct recycl
   cudaError_t st = fail != cudaSuccess ? fail : f->has_gate ? f->aux.hostfn_result : cudaSuccess;
   if (cudaev__future_try_complete(f, st) && fail == cudaSuccess && now > f->t_submit && !f->flush)
     g->ewma_ns = g->ewma_ns - g->ewma_ns / 8 + (now - f->t_submit) / 8;
+  if (!f->flush) count(f->loop, f, fail, now);
   /* A waiter may be reading f's word or querying its event: not back to
    * the pool (nor, at destroy, freed) under its feet. */
   cudaev__future_unread(f);
@@ -395,7 +412,10 @@ void cudaev__gpu_watchdog(struct cudaev_loop *loop, struct cudaev__gpu *g, uint6
   /* A sticky error is returned by every later call in the context, so a
    * query of our own idle stream sees it without blocking. */
   CUresult r = cudaev__drv.cuStreamQuery(g->internal);
+  cudaev__stat_add(&loop->st.watchdog_checks, 1);
   if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) return;
   cudaError_t e = cudaev__error_from_cu(r);
-  if (cudaev__error_is_sticky(e)) cudaev__gpu_fail_all(loop, g, e);
+  if (!cudaev__error_is_sticky(e)) return;
+  cudaev__stat_add(&loop->st.watchdog_errors, 1);
+  cudaev__gpu_fail_all(loop, g, e);
 }

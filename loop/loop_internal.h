@@ -365,6 +365,10 @@ struct cudaev_loop {
    * store, no locked instruction), read from any. */
   struct {
     _Atomic uint64_t passes, wakeups, completions, timers_fired;
+    /* The GPU source's (struct cudaev_loop_stats says what each counts). */
+    _Atomic uint64_t gpu_completions, gpu_words, gpu_events, gpu_failed, gpu_armed, spin_ns,
+        watchdog_checks, watchdog_errors;
+    _Atomic uint64_t gpu_latency[CUDAEV_LOOP_LATENCY_BUCKETS];
   } st;
   /* cudaev_loop_close from inside a callback: the pass's caller (the run
    * mode) closes the loop when its outermost pass returns. */

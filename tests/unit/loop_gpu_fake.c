@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1729,4 +1730,108 @@ Test(loop_gpu_fake, pooled_events_live_as_long_as_the_loop) {
   for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
   cudaev_loop_destroy(loop);
   cr_expect(atomic_load(&edestroys) > 0);
+}
+
+/* ---- cudaev_loop_stats: the GPU counters ---------------------------------- */
+
+static uint64_t hist_total(const struct cudaev_loop_stats *st) {
+  uint64_t n = 0;
+  for (int i = 0; i < CUDAEV_LOOP_LATENCY_BUCKETS; i++) n += st->gpu_latency_log2_ns[i];
+  return n;
+}
+
+static void stats_after(bool events) {
+  if (events) atomic_store(&writes_supported, 0);
+  CUstream s[4];
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  for (int i = 0; i < 4; i++) f_screate(&s[i], 0);
+  enum { N = 300 };
+  cudaev_future_t *f[N];
+  uint64_t t0 = (uint64_t)mono_ns();
+  for (int i = 0; i < N; i++) cr_assert_eq(kernel(loop, s[i % 4], 100, &f[i]), cudaSuccess);
+  cudaev_future_cancel(f[7]); /* its marker still passes: it counts */
+  while ((uint64_t)mono_ns() - t0 < 10ull * SEC) {
+    bool all = true;
+    for (int k = 0; k < N && all; k++) all = cudaev_future_ready(f[k]);
+    struct cudaev_loop_stats st;
+    cudaev_loop_stats(loop, &st, sizeof st);
+    if (all && st.gpu_completions == N) break;
+    int to = cudaev_loop_timeout(loop);
+    struct pollfd p = {.fd = cudaev_loop_fd(loop), .events = POLLIN};
+    poll(&p, 1, to < 0 || to > 5 ? 5 : to);
+    cudaev_loop_process(loop);
+  }
+  uint64_t took = (uint64_t)mono_ns() - t0;
+  struct cudaev_loop_stats st;
+  memset(&st, 0xff, sizeof st);
+  cr_assert_eq(cudaev_loop_stats(loop, &st, sizeof st), cudaSuccess);
+  cr_expect_eq(st.size, sizeof st);
+  cr_expect_eq(st.gpu_completions, N, "%llu GPU completions",
+               (unsigned long long)st.gpu_completions);
+  cr_expect_eq(st.gpu_word_markers + st.gpu_event_markers, N);
+  if (events)
+    cr_expect_eq(st.gpu_word_markers, 0);
+  else
+    cr_expect(st.gpu_word_markers > 0 && st.gpu_event_markers > 0, "words %llu, events %llu",
+              (unsigned long long)st.gpu_word_markers, (unsigned long long)st.gpu_event_markers);
+  cr_expect_eq(st.gpu_failed, 0);
+  cr_expect_eq(hist_total(&st), N, "the histogram holds %llu", (unsigned long long)hist_total(&st));
+  /* Every latency lies between 100 us (the kernel) and the whole run. */
+  for (int i = 0; i < CUDAEV_LOOP_LATENCY_BUCKETS; i++)
+    if (st.gpu_latency_log2_ns[i] != 0) {
+      cr_expect(i >= 16, "a completion %d ns after its submission", 1 << i);
+      cr_expect((1ull << i) <= took, "bucket %d: longer than the whole run", i);
+    }
+  cr_expect(st.completions >= N - 1, "fired %llu", (unsigned long long)st.completions);
+  /* A caller built against the first, shorter struct gets just that. */
+  struct cudaev_loop_stats old;
+  memset(&old, 0xab, sizeof old);
+  size_t first = offsetof(struct cudaev_loop_stats, gpu_completions);
+  cr_assert_eq(cudaev_loop_stats(loop, &old, first), cudaSuccess);
+  cr_expect_eq(old.size, first);
+  cr_expect_eq(old.passes, st.passes);
+  cr_expect_eq(old.gpu_completions, 0xababababababababull, "wrote past the size given");
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_loop_destroy(loop);
+}
+
+Test(loop_gpu_fake, stats_count_gpu_completions_by_marker_with_latencies) { stats_after(false); }
+Test(loop_gpu_fake, stats_count_gpu_completions_by_event_marker) { stats_after(true); }
+
+/* The watchdog's checks, the one that found a sticky error, and the futures
+ * it failed; and the wakeups the loop armed while it slept. */
+Test(loop_gpu_fake, stats_count_watchdog_failures_and_wakeups) {
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s);
+  cudaev_future_t *a, *b;
+  cr_assert_eq(kernel(loop, s, 20000, &a), cudaSuccess);
+  for (int i = 0; i < 5000 && !cudaev_future_ready(a); i++) {
+    int to = cudaev_loop_timeout(loop);
+    struct pollfd p = {.fd = cudaev_loop_fd(loop), .events = POLLIN};
+    poll(&p, 1, to);
+    cudaev_loop_process(loop);
+  }
+  cr_assert(cudaev_future_ready(a));
+  struct cudaev_loop_stats st;
+  cr_assert_eq(cudaev_loop_stats(loop, &st, sizeof st), cudaSuccess);
+  cr_expect(st.gpu_wakeups_armed >= 1, "the loop slept without arming a wakeup");
+  cr_expect_eq(st.gpu_completions, 1);
+  cr_expect_eq(st.watchdog_errors, 0);
+  cr_assert_eq(kernel(loop, s, 3000000, &b), cudaSuccess); /* 3 s */
+  atomic_store(&faulted, 1);
+  for (int i = 0; i < 5000 && !cudaev_future_ready(b); i++) {
+    usleep(1000);
+    cudaev_loop_process(loop);
+  }
+  cr_expect_eq(cudaev_future_result(b), cudaErrorIllegalAddress);
+  cr_assert_eq(cudaev_loop_stats(loop, &st, sizeof st), cudaSuccess);
+  cr_expect(st.watchdog_checks >= 1);
+  cr_expect_eq(st.watchdog_errors, 1);
+  cr_expect_eq(st.gpu_failed, 1);
+  cr_expect_eq(st.gpu_completions, 1);
+  cr_expect_eq(hist_total(&st), 1);
+  cudaev_future_release(a);
+  cudaev_future_release(b);
+  cudaev_loop_destroy(loop);
 }
