@@ -256,14 +256,38 @@ cudaError_t cudaev_loop_post(cudaev_loop_t *loop, cudaev_loop_fn fn, void *user)
  * Thread: any. */
 size_t cudaev_loop_pending(cudaev_loop_t *loop);
 
+/* Buckets of cudaev_loop_stats' latency histogram. */
+#define CUDAEV_LOOP_LATENCY_BUCKETS 32
+
 /* Counters of a loop, for dashboards and debugging. Each counts from the
- * loop's creation and only grows. */
+ * loop's creation and only grows. The gpu_ counters count the
+ * application's GPU futures (host functions' included), never the
+ * markers the loop enqueues for itself. New members are only ever added
+ * at the end. */
 struct cudaev_loop_stats {
   size_t size;           /* bytes cudaev_loop_stats filled in */
   uint64_t passes;       /* processing passes */
   uint64_t wakeups;      /* passes that found the wakeup fd written */
   uint64_t completions;  /* futures whose continuations ran (fired) */
   uint64_t timers_fired; /* timers that completed at their deadline */
+  /* GPU futures whose marker the loop saw the GPU pass (cancelled ones
+   * included; those a waiter completed first too: the loop still sees
+   * their marker) ... */
+  uint64_t gpu_completions;
+  uint64_t gpu_word_markers;  /* ... of which marked by a completion word */
+  uint64_t gpu_event_markers; /* ... of which by a pooled event (cuEventQuery) */
+  uint64_t gpu_failed;        /* GPU futures failed by a sticky error or destroy */
+  uint64_t gpu_wakeups_armed; /* host functions the loop enqueued to wake itself */
+  uint64_t spin_ns;           /* time spent spinning on GPU completions before sleeping */
+  uint64_t watchdog_checks;   /* sticky-error watchdog queries (while GPU work is pending) */
+  uint64_t watchdog_errors;   /* of those, the ones that found a sticky error */
+  /* Latency of each of the gpu_completions, from the submission (right
+   * after its marker was enqueued) to the pass that saw the marker passed
+   * and ran its continuations: bucket i counts latencies in [2^i, 2^(i+1))
+   * ns, bucket 0 those under 2 ns, the last those of 2^31 ns (2.1 s) or
+   * more. It includes the GPU's own time, and the buckets add up to
+   * gpu_completions. */
+  uint64_t gpu_latency_log2_ns[CUDAEV_LOOP_LATENCY_BUCKETS];
 };
 
 /* Copies the loop's counters into *out: the first min(size, sizeof(struct
@@ -271,8 +295,11 @@ struct cudaev_loop_stats {
  * shorter struct keeps working when the struct grows (pass sizeof *out);
  * out->size says how many bytes were filled. Returns cudaSuccess, or
  * cudaErrorInvalidValue (NULL loop or out, size < sizeof(size_t)).
+ * Ownership: *out is the caller's; the loop keeps nothing of it.
  * Thread: any (each counter is exact on the loop thread, recent
- * elsewhere). */
+ * elsewhere; counters read off the loop thread may be from slightly
+ * different moments, e.g. the histogram a completion behind
+ * gpu_completions). */
 cudaError_t cudaev_loop_stats(cudaev_loop_t *loop, struct cudaev_loop_stats *out, size_t size);
 
 /* Log levels of cudaev_set_log. */
@@ -331,11 +358,11 @@ cudaError_t cudaev_future_result(const cudaev_future_t *f);
  * the GPU's completion word, so waiting works even while no thread drives
  * the loop; continuations still run on the loop thread.
  * Returns cudaErrorNotPermitted when called on the loop thread inside a
- * callback (it would deadlock). A wait on a promise, combinator or timer
- * may race cudaev_loop_destroy / _close on another thread: it returns
+ * callback (it would deadlock). A wait on any future may race
+ * cudaev_loop_destroy / _close on another thread: it returns
  * CUDAEV_ERROR_LOOP_DESTROYED and never reads the freed loop (a GPU
- * future's waiter still reads the loop's GPU state: do not destroy a loop
- * while a thread waits on one of its GPU futures).
+ * future's waiter that is reading its completion word or querying its
+ * event holds destroy back until that read returns).
  * Thread: any other than the loop thread. */
 cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout_ns);
 
@@ -466,7 +493,11 @@ cudaError_t cudaev_future_timeout(cudaev_future_t *f, uint64_t ns, cudaev_future
  * error (e.g. a kernel faulting) completes every pending GPU future of that
  * context with that error within about 250 ms. When submission fails no
  * future is returned (*out = NULL) and the error is returned (and recorded
- * as cudart's last error, as the corresponding cudaXxx would).
+ * as cudart's last error, as the corresponding cudaXxx would). A
+ * submission made while the loop is being destroyed (by a continuation
+ * that cudaev_loop_destroy runs) returns CUDAEV_ERROR_LOOP_DESTROYED; one
+ * from another thread must not overlap cudaev_loop_destroy at all (the
+ * loop is freed under it).
  *
  * The marker is a completion word (cuStreamWriteValue32) when the stream has
  * none of the loop's futures outstanding, else a pooled event, with a word

@@ -11,6 +11,7 @@
 #include "loop_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -106,7 +107,7 @@ bool cudaev__future_claim(struct cudaev_future *f) {
   uint32_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
   while ((s & CUDAEV__STATE_MASK) == CUDAEV__PENDING) {
     if (atomic_compare_exchange_weak_explicit(&f->state, &s,
-                                              (s & CUDAEV__WAITERS) | CUDAEV__CLAIMED,
+                                              (s & ~CUDAEV__STATE_MASK) | CUDAEV__CLAIMED,
                                               memory_order_acq_rel, memory_order_relaxed))
       return true;
   }
@@ -115,7 +116,9 @@ bool cudaev__future_claim(struct cudaev_future *f) {
 
 void cudaev__future_complete(struct cudaev_future *f, cudaError_t status) {
   f->result = status;
-  uint32_t old = atomic_exchange_explicit(&f->state, CUDAEV__DONE, memory_order_acq_rel);
+  /* CLAIMED + 1 == DONE: the flag bits stay, a reader's bit above all
+   * (its owner clears it; cudaev__future_unread waits for that). */
+  uint32_t old = atomic_fetch_add_explicit(&f->state, 1, memory_order_acq_rel);
   if (old & CUDAEV__WAITERS) futex_wake_all(&f->state);
   if (cudaev__on_loop(f->loop))
     cudaev__future_fire(f);
@@ -127,6 +130,18 @@ bool cudaev__future_try_complete(struct cudaev_future *f, cudaError_t status) {
   if (!cudaev__future_claim(f)) return false;
   cudaev__future_complete(f, status);
   return true;
+}
+
+void cudaev__future_unread(struct cudaev_future *f) {
+  for (unsigned i = 0; atomic_load_explicit(&f->state, memory_order_acquire) & CUDAEV__READER;
+       i++) {
+    /* The reader may have been preempted (two cores, or TSan): give it
+     * the CPU after a short spin. */
+    if (i < 64)
+      __builtin_ia32_pause();
+    else
+      sched_yield();
+  }
 }
 
 #define LISTED_KINDS ((1u << CUDAEV__K_PROMISE) | (1u << CUDAEV__K_ALL) | (1u << CUDAEV__K_ANY))
@@ -365,12 +380,25 @@ CUDAEV_EXPORT int cudaev_future_cancel(cudaev_future_t *f) {
 
 /* A source may let the waiter complete a future itself (a GPU future from
  * its completion word), so that waiting works while nobody drives the
- * loop. */
-static bool self_complete(const struct cudaev__source_ops *src, struct cudaev_future *f) {
-  cudaError_t st = src->self_state(f);
-  if (st == cudaErrorNotReady) return false;
-  cudaev__future_try_complete(f, st);
-  return true;
+ * loop. The loop, and what its source keeps for f, live only while f is
+ * pending: destroy completes f, then frees them. So the waiter marks f
+ * (CUDAEV__READER, set only while f is pending, in the same CAS that sees
+ * it pending) before it reads the loop, and the source waits for the mark
+ * to go (cudaev__future_unread) before freeing what it reads. One reader
+ * at a time: another waiter of the same future just waits. Returns
+ * whether f is complete now. */
+static bool self_complete(struct cudaev_future *f) {
+  uint32_t s = atomic_load_explicit(&f->state, memory_order_relaxed);
+  if ((s & (CUDAEV__STATE_MASK | CUDAEV__READER)) != CUDAEV__PENDING ||
+      !atomic_compare_exchange_strong_explicit(&f->state, &s, s | CUDAEV__READER,
+                                               memory_order_acquire, memory_order_relaxed))
+    return false;
+  const struct cudaev__source_ops *src = f->loop->src_of[f->kind];
+  cudaError_t st = src != NULL && src->self_state != NULL ? src->self_state(f) : cudaErrorNotReady;
+  /* Completing sends the firing to the loop, which is still alive. */
+  if (st != cudaErrorNotReady) cudaev__future_try_complete(f, st);
+  atomic_fetch_and_explicit(&f->state, ~CUDAEV__READER, memory_order_release);
+  return st != cudaErrorNotReady;
 }
 
 CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout_ns) {
@@ -379,17 +407,16 @@ CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout
   if (cudaev__tls_loop != NULL && cudaev__tls_loop == f->loop) return cudaErrorNotPermitted;
   uint64_t start = cudaev__now_ns();
   uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
-  /* Only a kind whose source checks by itself reads the loop here (set at
-   * its creation): a promise's waiter racing the loop's destroy never
-   * touches the loop. */
-  const struct cudaev__source_ops *src = NULL;
-  if ((atomic_load_explicit(&cudaev__self_state_kinds, memory_order_relaxed) >> f->kind) & 1u)
-    src = f->loop->src_of[f->kind];
-  bool self = src != NULL && src->self_state != NULL;
+  /* Only a kind whose source checks by itself reads the loop, and only
+   * inside self_complete: a promise's waiter racing the loop's destroy
+   * never touches the loop. (Every loop that runs a source with a
+   * self_state runs it: the flag is process-wide.) */
+  bool self =
+      (atomic_load_explicit(&cudaev__self_state_kinds, memory_order_relaxed) >> f->kind) & 1u;
   for (unsigned spins = 0;; spins++) {
     uint32_t s = atomic_load_explicit(&f->state, memory_order_acquire);
     if ((s & CUDAEV__STATE_MASK) == CUDAEV__DONE) return f->result;
-    if (self && (s & CUDAEV__STATE_MASK) == CUDAEV__PENDING && self_complete(src, f)) continue;
+    if (self && (s & CUDAEV__STATE_MASK) == CUDAEV__PENDING && self_complete(f)) continue;
     uint64_t now = cudaev__now_ns();
     if (now >= deadline) return cudaErrorNotReady;
     /* A short spin first: GPU work waited for is often microseconds away. */

@@ -149,6 +149,10 @@ static uint64_t gpu_before_sleep_all(struct cudaev_loop *loop) {
 }
 
 static void gpu_fini(struct cudaev_loop *loop) {
+  /* A continuation run below that submits GPU work would find a state
+   * freed already (the table keeps pointers to them) or put work behind
+   * the failing: it gets CUDAEV_ERROR_LOOP_DESTROYED instead. */
+  atomic_store_explicit(&loop->gpu->closing, 1, memory_order_relaxed);
   /* The other contexts first, the loop's (which holds the table) last. */
   for (uint32_t i = nall(loop); i-- > 0;) {
     struct cudaev__gpu *g = state(loop, i);
@@ -171,6 +175,7 @@ static void gpu_fini(struct cudaev_loop *loop) {
     cudaev__free(g, sizeof *g);
   }
   loop->gpu = NULL;
+  loop->gpu_error = CUDAEV_ERROR_LOOP_DESTROYED; /* what later submissions get */
 }
 
 /* A GPU future's continuations outside a pass over its context's streams

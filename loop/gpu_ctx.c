@@ -22,6 +22,7 @@ cudaError_t cudaev__gpu_new(CUcontext c, uint32_t idx, struct cudaev__gpu **out)
   memset(g, 0, sizeof *g);
   pthread_mutex_init(&g->mu, NULL);
   atomic_init(&g->tag_gen, 0);
+  atomic_init(&g->closing, 0);
   g->ewma_ns = 10000;
   g->ctx = c;
   g->idx = idx;

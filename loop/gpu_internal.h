@@ -135,7 +135,11 @@ struct cudaev__track {
  * (gpu_of), never by a lookup per completion. */
 struct cudaev__gpu {
   CUcontext ctx;
-  uint32_t idx;      /* in the table (all[idx] == this); tags carry it */
+  uint32_t idx; /* in the table (all[idx] == this); tags carry it */
+  /* Index 0 only: destroy has begun to free the states; submissions (from
+   * the continuations destroy runs) are refused from then on. Written by
+   * the destroying thread, read by submitters. */
+  _Atomic uint32_t closing;
   CUstream internal; /* event futures and the watchdog's query */
   int use_events;
   _Atomic uint32_t tag_gen;
@@ -145,6 +149,7 @@ struct cudaev__gpu {
   uint32_t nfree, cap_free;
   CUevent *free_events;
   uint32_t nfree_ev, cap_free_ev;
+  uint32_t nev_made; /* pooled events alive: cap_free_ev covers them all */
   uint32_t nchunks;
   uint32_t *chunk_host[MAX_CHUNKS];
   CUdeviceptr chunk_dev[MAX_CHUNKS];
@@ -339,6 +344,8 @@ static inline cudaError_t cudaev__sub_begin(struct cudaev__sub *s, cudaev_loop_t
   if (out != NULL) *out = NULL;
   if (loop == NULL || out == NULL) return cudaErrorInvalidValue;
   if (loop->gpu == NULL) return loop->gpu_error;
+  if (atomic_load_explicit(&loop->gpu->closing, memory_order_relaxed))
+    return CUDAEV_ERROR_LOOP_DESTROYED;
   CUcontext cur = NULL;
   cudaev__drv.cuCtxGetCurrent(&cur);
   cudaError_t e = cudaev__gpu_for(loop, stream, cur, &s->g);
@@ -366,7 +373,10 @@ bool cudaev__gpu_grow(void **arr, uint32_t *cap, size_t item, uint32_t need);
 /* A zeroed completion word (its index), making a chunk when none is free. */
 cudaError_t cudaev__gpu_word_get(struct cudaev__gpu *g, uint32_t *out);
 void cudaev__gpu_words_put(struct cudaev__gpu *g, const uint32_t *w, uint32_t n);
-/* A DISABLE_TIMING event from the pool, or a new one. */
+/* A DISABLE_TIMING event from the pool, or a new one; the pool makes
+ * room for it first (cudaErrorMemoryAllocation when it cannot), so that
+ * giving it back never fails: a pooled event is destroyed only with the
+ * pool (a waiter may still query one the loop gave back). */
 cudaError_t cudaev__gpu_event_get(struct cudaev__gpu *g, CUevent *out);
 void cudaev__gpu_event_put(struct cudaev__gpu *g, CUevent e);
 void cudaev__gpu_events_put(struct cudaev__gpu *g, CUevent *ev, uint32_t n);

@@ -78,33 +78,35 @@ cudaError_t cudaev__gpu_event_get(struct cudaev__gpu *g, CUevent *out) {
     pthread_mutex_unlock(&g->mu);
     return cudaSuccess;
   }
+  /* Room in the free list for every event made, this one included, before
+   * it is made: giving events back then needs no memory. Were it to fail
+   * there, the event would have to be destroyed, and a waiter of the
+   * future it marked may still be querying it (self_state). */
+  if (!cudaev__gpu_grow((void **)&g->free_events, &g->cap_free_ev, sizeof(CUevent),
+                        g->nev_made + 1)) {
+    pthread_mutex_unlock(&g->mu);
+    return cudaErrorMemoryAllocation;
+  }
+  g->nev_made++;
   pthread_mutex_unlock(&g->mu);
-  return cudaev__error_from_cu(cudaev__drv.cuEventCreate(out, CU_EVENT_DISABLE_TIMING));
+  cudaError_t e = cudaev__error_from_cu(cudaev__drv.cuEventCreate(out, CU_EVENT_DISABLE_TIMING));
+  if (e != cudaSuccess) {
+    pthread_mutex_lock(&g->mu);
+    g->nev_made--;
+    pthread_mutex_unlock(&g->mu);
+  }
+  return e;
 }
 
-void cudaev__gpu_event_put(struct cudaev__gpu *g, CUevent e) {
-  pthread_mutex_lock(&g->mu);
-  if (cudaev__gpu_grow((void **)&g->free_events, &g->cap_free_ev, sizeof(CUevent),
-                       g->nfree_ev + 1)) {
-    g->free_events[g->nfree_ev++] = e;
-    e = NULL;
-  }
-  pthread_mutex_unlock(&g->mu);
-  if (e != NULL) cudaev__drv.cuEventDestroy(e);
-}
+void cudaev__gpu_event_put(struct cudaev__gpu *g, CUevent e) { cudaev__gpu_events_put(g, &e, 1); }
 
 void cudaev__gpu_events_put(struct cudaev__gpu *g, CUevent *ev, uint32_t n) {
   if (n == 0) return;
   pthread_mutex_lock(&g->mu);
-  uint32_t kept = 0;
-  if (cudaev__gpu_grow((void **)&g->free_events, &g->cap_free_ev, sizeof(CUevent),
-                       g->nfree_ev + n)) {
-    memcpy(g->free_events + g->nfree_ev, ev, n * sizeof *ev);
-    g->nfree_ev += n;
-    kept = n;
-  }
+  /* cap_free_ev covers every event made (event_get grows it first). */
+  memcpy(g->free_events + g->nfree_ev, ev, n * sizeof *ev);
+  g->nfree_ev += n;
   pthread_mutex_unlock(&g->mu);
-  for (uint32_t i = kept; i < n; i++) cudaev__drv.cuEventDestroy(ev[i]);
 }
 
 void cudaev__gpu_pool_fini(struct cudaev__gpu *g) {

@@ -13,6 +13,8 @@
 /* Words and events to give back, in batches (one lock per batch). */
 struct recycle {
   uint32_t ndone; /* counted futures finished, for their stream's backlog */
+  /* cudaev_loop_stats' GPU counters, added up per batch too */
+  uint32_t ncomp, ncomp_ev, nfail;
   uint32_t w[64];
   uint32_t n;
   CUevent ev[64];
@@ -35,10 +37,34 @@ static void recycle_event(struct cudaev__gpu *g, struct recycle *rc, CUevent e) 
   rc->ev[rc->nev++] = e;
 }
 
-static void recycle_flush(struct cudaev__gpu *g, struct recycle *rc) {
+static void recycle_flush(struct cudaev_loop *loop, struct cudaev__gpu *g, struct recycle *rc) {
   cudaev__gpu_words_put(g, rc->w, rc->n);
   cudaev__gpu_events_put(g, rc->ev, rc->nev);
   rc->n = rc->nev = 0;
+  if (rc->ncomp != 0) {
+    cudaev__stat_add(&loop->st.gpu_completions, rc->ncomp);
+    cudaev__stat_add(&loop->st.gpu_words, rc->ncomp - rc->ncomp_ev);
+    cudaev__stat_add(&loop->st.gpu_events, rc->ncomp_ev);
+  }
+  if (rc->nfail != 0) cudaev__stat_add(&loop->st.gpu_failed, rc->nfail);
+  rc->ncomp = rc->ncomp_ev = rc->nfail = 0;
+}
+
+/* cudaev_loop_stats' GPU counters for an application's future popped
+ * from its FIFO: the counts go with the batch (recycle_flush), the
+ * latency into its bucket (loop thread: plain load and store). */
+static inline void count(struct cudaev_loop *loop, struct recycle *rc,
+                         const struct cudaev_future *f, cudaError_t fail, uint64_t now) {
+  if (fail != cudaSuccess) {
+    rc->nfail++;
+    return;
+  }
+  rc->ncomp++;
+  rc->ncomp_ev += f->use_event;
+  uint64_t ns = now > f->t_submit ? now - f->t_submit : 0;
+  unsigned b = 63u - (unsigned)__builtin_clzll(ns | 1u);
+  if (b >= CUDAEV_LOOP_LATENCY_BUCKETS) b = CUDAEV_LOOP_LATENCY_BUCKETS - 1;
+  cudaev__stat_add(&loop->st.gpu_latency[b], 1);
 }
 
 /* A popped entry whose marker the GPU has passed (or, with `fail`, whose
@@ -78,6 +104,10 @@ static void finish(struct cudaev__gpu *g, struct cudaev_future *f, struct recycl
   cudaError_t st = fail != cudaSuccess ? fail : f->has_gate ? f->aux.hostfn_result : cudaSuccess;
   if (cudaev__future_try_complete(f, st) && fail == cudaSuccess && now > f->t_submit && !f->flush)
     g->ewma_ns = g->ewma_ns - g->ewma_ns / 8 + (now - f->t_submit) / 8;
+  if (!f->flush) count(f->loop, rc, f, fail, now);
+  /* A waiter may be reading f's word or querying its event: not back to
+   * the pool (nor, at destroy, freed) under its feet. */
+  cudaev__future_unread(f);
   if (f->use_event)
     recycle_event(g, rc, f->u.ev);
   else
@@ -354,7 +384,7 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop, struct cudaev__gpu *g) {
     else
       i++;
   }
-  recycle_flush(g, &rc);
+  recycle_flush(loop, g, &rc);
   if (any) {
     if (g->last_done != 0 && g->ntracked > 0) {
       uint64_t gap = now - g->last_done;
@@ -368,7 +398,6 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop, struct cudaev__gpu *g) {
 
 /* Fails everything tracked with `err` (sticky context error or destroy). */
 void cudaev__gpu_fail_all(struct cudaev_loop *loop, struct cudaev__gpu *g, cudaError_t err) {
-  (void)loop;
   struct recycle rc = {.n = 0, .nev = 0};
   while (g->nbusy > 0) {
     struct cudaev__track *t = g->busy[g->nbusy - 1];
@@ -383,7 +412,7 @@ void cudaev__gpu_fail_all(struct cudaev_loop *loop, struct cudaev__gpu *g, cudaE
     }
     if (t->busy_idx != UINT32_MAX) cudaev__gpu_busy_del(g, t->busy_idx);
   }
-  recycle_flush(g, &rc);
+  recycle_flush(loop, g, &rc);
 }
 
 void cudaev__gpu_watchdog(struct cudaev_loop *loop, struct cudaev__gpu *g, uint64_t now) {
@@ -392,7 +421,10 @@ void cudaev__gpu_watchdog(struct cudaev_loop *loop, struct cudaev__gpu *g, uint6
   /* A sticky error is returned by every later call in the context, so a
    * query of our own idle stream sees it without blocking. */
   CUresult r = cudaev__drv.cuStreamQuery(g->internal);
+  cudaev__stat_add(&loop->st.watchdog_checks, 1);
   if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) return;
   cudaError_t e = cudaev__error_from_cu(r);
-  if (cudaev__error_is_sticky(e)) cudaev__gpu_fail_all(loop, g, e);
+  if (!cudaev__error_is_sticky(e)) return;
+  cudaev__stat_add(&loop->st.watchdog_errors, 1);
+  cudaev__gpu_fail_all(loop, g, e);
 }

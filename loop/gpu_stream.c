@@ -165,6 +165,7 @@ void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
      * its future gets the error): the stream must not wait forever. */
     backlog_done(g, f, (CUstream)(void *)f->track);
     cudaev__future_try_complete(f, cudaErrorMemoryAllocation);
+    cudaev__future_unread(f); /* its word stays, but destroy frees the chunk */
     if (f->kind == CUDAEV__K_HOSTFN) {
       struct cudaev_future *uf = f->user;
       if (uf != NULL) uf->aux.hostfn_result = cudaErrorMemoryAllocation;

@@ -61,12 +61,15 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
      * stream's armed wakeup, which sits behind all of its queued work. */
     if (end < g->last_done + FLOW_NS) end = g->last_done + FLOW_NS;
     if (end > now + max) end = now + max;
+    uint64_t spun_from = now;
     while (now < end) {
       /* New submissions are not tracked yet: process them first. */
-      if (any_head_done(g) || !cudaev__mpsc_empty(&loop->q)) return 0;
+      if (any_head_done(g) || !cudaev__mpsc_empty(&loop->q)) break;
       for (int k = 0; k < 16; k++) __builtin_ia32_pause();
       now = cudaev__now_ns();
     }
+    if (now > spun_from) cudaev__stat_add(&loop->st.spin_ns, now - spun_from);
+    if (now < end) return 0; /* left early: something to process */
   }
   if (any_head_done(g)) return 0;
   /* Arm one host function per busy stream with work submitted since its
@@ -86,6 +89,7 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
     atomic_fetch_add_explicit(&t->arm->refs, 1, memory_order_relaxed);
     if (cudaev__drv.cuLaunchHostFunc(t->stream, wake_arm_fn, t->arm) == CUDA_SUCCESS) {
       t->armed_upto = t->nsub;
+      cudaev__stat_add(&loop->st.gpu_armed, 1);
     } else {
       atomic_store_explicit(&t->arm->armed, 0, memory_order_relaxed);
       cudaev__arm_release(t->arm); /* the watchdog still polls */

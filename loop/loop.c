@@ -347,6 +347,16 @@ CUDAEV_EXPORT cudaError_t cudaev_loop_stats(cudaev_loop_t *loop, struct cudaev_l
   s.wakeups = atomic_load_explicit(&loop->st.wakeups, memory_order_relaxed);
   s.completions = atomic_load_explicit(&loop->st.completions, memory_order_relaxed);
   s.timers_fired = atomic_load_explicit(&loop->st.timers_fired, memory_order_relaxed);
+  s.gpu_completions = atomic_load_explicit(&loop->st.gpu_completions, memory_order_relaxed);
+  s.gpu_word_markers = atomic_load_explicit(&loop->st.gpu_words, memory_order_relaxed);
+  s.gpu_event_markers = atomic_load_explicit(&loop->st.gpu_events, memory_order_relaxed);
+  s.gpu_failed = atomic_load_explicit(&loop->st.gpu_failed, memory_order_relaxed);
+  s.gpu_wakeups_armed = atomic_load_explicit(&loop->st.gpu_armed, memory_order_relaxed);
+  s.spin_ns = atomic_load_explicit(&loop->st.spin_ns, memory_order_relaxed);
+  s.watchdog_checks = atomic_load_explicit(&loop->st.watchdog_checks, memory_order_relaxed);
+  s.watchdog_errors = atomic_load_explicit(&loop->st.watchdog_errors, memory_order_relaxed);
+  for (int i = 0; i < CUDAEV_LOOP_LATENCY_BUCKETS; i++)
+    s.gpu_latency_log2_ns[i] = atomic_load_explicit(&loop->st.gpu_latency[i], memory_order_relaxed);
   memcpy(out, &s, s.size);
   return cudaSuccess;
 }

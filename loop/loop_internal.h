@@ -84,6 +84,11 @@ enum cudaev__fstate {
   CUDAEV__CLAIMED = 1, /* one completer won; outcome being written */
   CUDAEV__DONE = 2,    /* outcome published */
   CUDAEV__STATE_MASK = 3,
+  /* A waiter is reading f's source state (self_state) and may complete f
+   * from it: set only on a PENDING future, kept through the completion,
+   * cleared by that waiter. A source waits for it to clear
+   * (cudaev__future_unread) before it lets go of what self_state reads. */
+  CUDAEV__READER = 1u << 30,
   CUDAEV__WAITERS = 1u << 31, /* a thread sleeps on the futex */
 };
 
@@ -130,8 +135,6 @@ struct cudaev_future {
   uint8_t fired : 1;         /* loop only: continuations ran */
   uint8_t passed : 1;        /* loop only, GPU: its stream passed its marker */
   uint8_t watched : 1;       /* loop only, GPU: a cudaev_future_done waits for it */
-  uint8_t use_event : 1;     /* GPU: pooled event instead of a word;
-                                      HOSTFN: event path (gate in aux.hg) */
   uint8_t counted : 1;       /* GPU: counted in its stream's backlog slot */
   uint8_t flush : 1;         /* GPU: the loop's own tail marker (no user) */
   uint8_t solo : 1;          /* GPU/HOSTFN: its marker was enqueued while
@@ -140,6 +143,10 @@ struct cudaev_future {
   uint8_t has_gate;          /* GPU: completes a host function (its
                                       outcome is aux.hostfn_result); word
                                       path: owns the gate word `gate` */
+  /* GPU: pooled event instead of a word; HOSTFN: event path (gate in
+   * aux.hg). A byte of its own, not a bit beside those the loop writes:
+   * a waiter reads it while the loop completes f (self_state). */
+  uint8_t use_event;
   union {
     uint32_t pend_idx; /* PROMISE/ALL/ANY: index in loop->pend; TIMER: in the heap */
     uint32_t word;     /* GPU/HOSTFN: completion word index */
@@ -195,6 +202,11 @@ bool cudaev__future_claim(struct cudaev_future *f);
 void cudaev__future_complete(struct cudaev_future *f, cudaError_t status);
 /* claim + complete; false if someone else completed it first. */
 bool cudaev__future_try_complete(struct cudaev_future *f, cudaError_t status);
+/* Returns once no waiter reads f's source state (CUDAEV__READER). A source
+ * calls it, after f completed, before it frees or destroys anything its
+ * self_state reads for f; the waiter's read is short and never blocks on
+ * the loop, so this spins. Thread: the loop thread (any thread may). */
+void cudaev__future_unread(struct cudaev_future *f);
 
 /* Registers a new future with the loop (pending list or stream FIFO): now
  * if on the loop thread, else through the queue. Takes over one reference
@@ -237,7 +249,10 @@ struct cudaev__source_ops {
   void (*track)(struct cudaev_loop *loop, struct cudaev_future *f);
   /* Thread: any (a waiter off the loop thread). Where f's work stands
    * without the loop: cudaErrorNotReady, else the outcome the waiter
-   * completes f with. NULL: waiters only wait for the loop. */
+   * completes f with. NULL: waiters only wait for the loop. The waiter
+   * calls it only with CUDAEV__READER set on f (f still pending then), so
+   * the loop and what the source keeps for f live through the call as long
+   * as the source calls cudaev__future_unread(f) before freeing them. */
   cudaError_t (*self_state)(struct cudaev_future *f);
   /* Around each pass and each before_sleep: makes current what the source
    * needs (the loop's CUDA context); returns whether leave must undo it. */
@@ -350,6 +365,10 @@ struct cudaev_loop {
    * store, no locked instruction), read from any. */
   struct {
     _Atomic uint64_t passes, wakeups, completions, timers_fired;
+    /* The GPU source's (struct cudaev_loop_stats says what each counts). */
+    _Atomic uint64_t gpu_completions, gpu_words, gpu_events, gpu_failed, gpu_armed, spin_ns,
+        watchdog_checks, watchdog_errors;
+    _Atomic uint64_t gpu_latency[CUDAEV_LOOP_LATENCY_BUCKETS];
   } st;
   /* cudaev_loop_close from inside a callback: the pass's caller (the run
    * mode) closes the loop when its outermost pass returns. */

@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ enum op_kind { OP_WRITE, OP_WAIT, OP_HOSTFN, OP_DELAY, OP_RECORD, OP_WAITEV, OP_
 struct fevent {
   atomic_int recorded; /* records enqueued */
   atomic_int reached;  /* records the GPU has passed */
+  atomic_int dead;     /* destroyed, kept (keep_dead) to catch a late query */
 };
 struct op {
   enum op_kind kind;
@@ -238,16 +240,42 @@ static CUresult f_erecord(CUevent e, CUstream s) {
   if (slow_record_ms) usleep(slow_record_ms * 1000u);
   return r;
 }
+/* A query made by `stall_th` (once armed by stall_on) lingers in the
+ * driver, as a descheduled waiter's would, until `stall_until` is set or
+ * 300 ms passed; a query of an event destroyed meanwhile is counted (on a
+ * real driver: a use after free). */
+static atomic_int stall_on, in_stall, stall_until, dead_queries, keep_dead;
+static pthread_t stall_th;
+static struct fevent *graveyard[4096];
+static atomic_int ngraves;
 static CUresult f_equery(CUevent e) {
   atomic_fetch_add(&queries, 1);
-  if (atomic_load(&faulted)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (atomic_load(&stall_on) && pthread_equal(pthread_self(), stall_th)) {
+    atomic_store(&stall_on, 0);
+    atomic_store(&in_stall, 1);
+    for (int i = 0; i < 300 && !atomic_load(&stall_until); i++) usleep(1000);
+  }
   struct fevent *v = (struct fevent *)e;
+  if (atomic_load(&v->dead)) atomic_fetch_add(&dead_queries, 1);
+  if (atomic_load(&faulted)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   return atomic_load(&v->reached) == atomic_load(&v->recorded) ? CUDA_SUCCESS
                                                                : CUDA_ERROR_NOT_READY;
 }
+static atomic_long edestroys;
 static CUresult f_edestroy(CUevent e) {
+  atomic_fetch_add(&edestroys, 1);
+  int n;
+  if (atomic_load(&keep_dead) && (n = atomic_fetch_add(&ngraves, 1)) < 4096) {
+    atomic_store(&((struct fevent *)e)->dead, 1);
+    graveyard[n] = (struct fevent *)e;
+    return CUDA_SUCCESS;
+  }
   free(e);
   return CUDA_SUCCESS;
+}
+static void graveyard_free(void) {
+  int n = atomic_exchange(&ngraves, 0);
+  for (int i = 0; i < n && i < 4096; i++) free(graveyard[i]);
 }
 /* Copies run on the "GPU"; host memory the test declares pageable is what
  * cuPointerGetAttribute refuses, as the driver does. */
@@ -1600,4 +1628,210 @@ Test(loop_exit_fake, exit_with_pending_gpu_work_opens_gates, .timeout = 60) {
             st != -1 && WIFSIGNALED(st) ? WTERMSIG(st) : 0);
   cr_expect(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "child exit code %d",
             st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+/* ---- lifetimes: waiters, late submissions and destroy ------------------- */
+
+/* A waiter checks an event-marked future itself (cuEventQuery) and is
+ * held up inside the query while another thread destroys the loop:
+ * destroy must not destroy that event (nor free the loop's GPU state)
+ * before the query returned, and the wait ends with the destroy's
+ * outcome. */
+struct stall_waiter {
+  cudaev_future_t *f;
+  cudaError_t got;
+};
+static void *stall_wait_main(void *arg) {
+  struct stall_waiter *w = arg;
+  stall_th = pthread_self();
+  atomic_store(&stall_on, 1);
+  w->got = cudaev_future_wait(w->f, 5 * SEC);
+  return NULL;
+}
+
+Test(loop_gpu_fake, waiter_inside_an_event_query_outlives_destroy) {
+  atomic_store(&writes_supported, 0); /* every marker is a pooled event */
+  atomic_store(&keep_dead, 1);
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s); /* never driven */
+  struct stall_waiter w = {.got = cudaErrorUnknown};
+  cr_assert_eq(kernel(loop, s, 20000, &w.f), cudaSuccess); /* 20 ms */
+  pthread_t th;
+  pthread_create(&th, NULL, stall_wait_main, &w);
+  for (int i = 0; i < 2000 && !atomic_load(&in_stall); i++) usleep(1000);
+  cr_assert(atomic_load(&in_stall), "the waiter never queried the event");
+  cudaev_loop_destroy(loop);
+  atomic_store(&stall_until, 1);
+  pthread_join(th, NULL);
+  cr_expect_eq(atomic_load(&dead_queries), 0,
+               "the waiter's query ran on an event destroy had destroyed");
+  cr_expect_eq(w.got, CUDAEV_ERROR_LOOP_DESTROYED, "wait gave %d", w.got);
+  cr_expect(atomic_load(&edestroys) > 0, "destroy destroys the pooled events");
+  cudaev_future_release(w.f);
+  graveyard_free();
+}
+
+/* Continuations that destroy runs (on the destroying thread) and that
+ * submit more GPU work: refused with CUDAEV_ERROR_LOOP_DESTROYED and no
+ * future, both while the GPU source fails its futures and in the passes
+ * after it is gone. */
+struct late {
+  CUstream s;
+  cudaError_t rc[2];
+  cudaev_future_t *out[2];
+  int ran[2];
+};
+static void late2_cb(cudaev_future_t *f, cudaError_t st, void *u) {
+  struct late *l = u;
+  l->ran[1]++;
+  l->out[1] = (cudaev_future_t *)(uintptr_t)1;
+  l->rc[1] = kernel(cudaev_future_loop(f), l->s, 1, &l->out[1]);
+}
+static void late1_cb(cudaev_future_t *f, cudaError_t st, void *u) {
+  struct late *l = u;
+  l->ran[0]++;
+  l->out[0] = (cudaev_future_t *)(uintptr_t)1;
+  l->rc[0] = kernel(cudaev_future_loop(f), l->s, 1, &l->out[0]);
+  /* f fired: this one runs in a later pass, after the sources' fini. */
+  cudaev_future_then(f, late2_cb, l);
+}
+
+Test(loop_gpu_fake, submissions_during_destroy_are_refused) {
+  struct late l = {.rc = {cudaErrorUnknown, cudaErrorUnknown}};
+  cudaev_loop_t *loop = foreign_with_stream(&l.s);
+  cudaev_future_t *f;
+  cr_assert_eq(kernel(loop, l.s, 50000, &f), cudaSuccess);
+  cr_assert_eq(cudaev_future_then(f, late1_cb, &l), cudaSuccess);
+  cudaev_loop_destroy(loop);
+  cr_expect_eq(cudaev_future_result(f), CUDAEV_ERROR_LOOP_DESTROYED);
+  for (int i = 0; i < 2; i++) {
+    cr_expect_eq(l.ran[i], 1, "continuation %d ran %d times", i, l.ran[i]);
+    cr_expect_eq(l.rc[i], CUDAEV_ERROR_LOOP_DESTROYED, "submission %d gave %d", i, l.rc[i]);
+    cr_expect_null(l.out[i], "submission %d left a future", i);
+  }
+  cudaev_future_release(f);
+}
+
+/* The pool gives back events it made, all at once, and destroys none of
+ * them while the loop lives (a waiter may still query one). */
+Test(loop_gpu_fake, pooled_events_live_as_long_as_the_loop) {
+  atomic_store(&writes_supported, 0);
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s);
+  enum { N = 2000 };
+  cudaev_future_t *f[N];
+  for (int i = 0; i < N; i++) cr_assert_eq(kernel(loop, s, 1, &f[i]), cudaSuccess);
+  for (int i = 0; i < 10000 && cudaev_future_ready(f[N - 1]) == 0; i++) {
+    cudaev_loop_process(loop);
+    usleep(200);
+  }
+  cr_assert(cudaev_future_ready(f[N - 1]));
+  cr_expect_eq(atomic_load(&edestroys), 0, "an event was destroyed while the loop lives");
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_loop_destroy(loop);
+  cr_expect(atomic_load(&edestroys) > 0);
+}
+
+/* ---- cudaev_loop_stats: the GPU counters ---------------------------------- */
+
+static uint64_t hist_total(const struct cudaev_loop_stats *st) {
+  uint64_t n = 0;
+  for (int i = 0; i < CUDAEV_LOOP_LATENCY_BUCKETS; i++) n += st->gpu_latency_log2_ns[i];
+  return n;
+}
+
+static void stats_after(bool events) {
+  if (events) atomic_store(&writes_supported, 0);
+  CUstream s[4];
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  for (int i = 0; i < 4; i++) f_screate(&s[i], 0);
+  enum { N = 300 };
+  cudaev_future_t *f[N];
+  uint64_t t0 = (uint64_t)mono_ns();
+  for (int i = 0; i < N; i++) cr_assert_eq(kernel(loop, s[i % 4], 100, &f[i]), cudaSuccess);
+  cudaev_future_cancel(f[7]); /* its marker still passes: it counts */
+  while ((uint64_t)mono_ns() - t0 < 10ull * SEC) {
+    bool all = true;
+    for (int k = 0; k < N && all; k++) all = cudaev_future_ready(f[k]);
+    struct cudaev_loop_stats st;
+    cudaev_loop_stats(loop, &st, sizeof st);
+    if (all && st.gpu_completions == N) break;
+    int to = cudaev_loop_timeout(loop);
+    struct pollfd p = {.fd = cudaev_loop_fd(loop), .events = POLLIN};
+    poll(&p, 1, to < 0 || to > 5 ? 5 : to);
+    cudaev_loop_process(loop);
+  }
+  uint64_t took = (uint64_t)mono_ns() - t0;
+  struct cudaev_loop_stats st;
+  memset(&st, 0xff, sizeof st);
+  cr_assert_eq(cudaev_loop_stats(loop, &st, sizeof st), cudaSuccess);
+  cr_expect_eq(st.size, sizeof st);
+  cr_expect_eq(st.gpu_completions, N, "%llu GPU completions",
+               (unsigned long long)st.gpu_completions);
+  cr_expect_eq(st.gpu_word_markers + st.gpu_event_markers, N);
+  if (events)
+    cr_expect_eq(st.gpu_word_markers, 0);
+  else
+    cr_expect(st.gpu_word_markers > 0 && st.gpu_event_markers > 0, "words %llu, events %llu",
+              (unsigned long long)st.gpu_word_markers, (unsigned long long)st.gpu_event_markers);
+  cr_expect_eq(st.gpu_failed, 0);
+  cr_expect_eq(hist_total(&st), N, "the histogram holds %llu", (unsigned long long)hist_total(&st));
+  /* Every latency lies between 100 us (the kernel) and the whole run. */
+  for (int i = 0; i < CUDAEV_LOOP_LATENCY_BUCKETS; i++)
+    if (st.gpu_latency_log2_ns[i] != 0) {
+      cr_expect(i >= 16, "a completion %d ns after its submission", 1 << i);
+      cr_expect((1ull << i) <= took, "bucket %d: longer than the whole run", i);
+    }
+  cr_expect(st.completions >= N - 1, "fired %llu", (unsigned long long)st.completions);
+  /* A caller built against the first, shorter struct gets just that. */
+  struct cudaev_loop_stats old;
+  memset(&old, 0xab, sizeof old);
+  size_t first = offsetof(struct cudaev_loop_stats, gpu_completions);
+  cr_assert_eq(cudaev_loop_stats(loop, &old, first), cudaSuccess);
+  cr_expect_eq(old.size, first);
+  cr_expect_eq(old.passes, st.passes);
+  cr_expect_eq(old.gpu_completions, 0xababababababababull, "wrote past the size given");
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_loop_destroy(loop);
+}
+
+Test(loop_gpu_fake, stats_count_gpu_completions_by_marker_with_latencies) { stats_after(false); }
+Test(loop_gpu_fake, stats_count_gpu_completions_by_event_marker) { stats_after(true); }
+
+/* The watchdog's checks, the one that found a sticky error, and the futures
+ * it failed; and the wakeups the loop armed while it slept. */
+Test(loop_gpu_fake, stats_count_watchdog_failures_and_wakeups) {
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s);
+  cudaev_future_t *a, *b;
+  cr_assert_eq(kernel(loop, s, 20000, &a), cudaSuccess);
+  for (int i = 0; i < 5000 && !cudaev_future_ready(a); i++) {
+    int to = cudaev_loop_timeout(loop);
+    struct pollfd p = {.fd = cudaev_loop_fd(loop), .events = POLLIN};
+    poll(&p, 1, to);
+    cudaev_loop_process(loop);
+  }
+  cr_assert(cudaev_future_ready(a));
+  struct cudaev_loop_stats st;
+  cr_assert_eq(cudaev_loop_stats(loop, &st, sizeof st), cudaSuccess);
+  cr_expect(st.gpu_wakeups_armed >= 1, "the loop slept without arming a wakeup");
+  cr_expect_eq(st.gpu_completions, 1);
+  cr_expect_eq(st.watchdog_errors, 0);
+  cr_assert_eq(kernel(loop, s, 3000000, &b), cudaSuccess); /* 3 s */
+  atomic_store(&faulted, 1);
+  for (int i = 0; i < 5000 && !cudaev_future_ready(b); i++) {
+    usleep(1000);
+    cudaev_loop_process(loop);
+  }
+  cr_expect_eq(cudaev_future_result(b), cudaErrorIllegalAddress);
+  cr_assert_eq(cudaev_loop_stats(loop, &st, sizeof st), cudaSuccess);
+  cr_expect(st.watchdog_checks >= 1);
+  cr_expect_eq(st.watchdog_errors, 1);
+  cr_expect_eq(st.gpu_failed, 1);
+  cr_expect_eq(st.gpu_completions, 1);
+  cr_expect_eq(hist_total(&st), 1);
+  cudaev_future_release(a);
+  cudaev_future_release(b);
+  cudaev_loop_destroy(loop);
 }
