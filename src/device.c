@@ -4,6 +4,8 @@
 #include "internal.h"
 #include "handle.h"
 #include "hostpool.h"
+#include "staging.h"
+#include "wait.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -156,14 +158,20 @@ cudaError_t cudaDeviceReset(void) {
   CUresult r = cudaev__drv.cuDevicePrimaryCtxReset(dev->dev);
   if (primary != NULL) cudaev__drv.cuDevicePrimaryCtxRelease(dev->dev);
   /* The reset freed the context's pinned allocations, the pool's chunks
-   * among them. */
-  if (r == CUDA_SUCCESS) cudaev__hostpool_reset(d);
+   * and the staging ring among them. */
+  if (r == CUDA_SUCCESS) {
+    cudaev__hostpool_reset(d);
+    cudaev__staging_reset(d);
+  }
   atomic_fetch_add(&cudaev__rt.reset_gen, 1);
   return cudaev__ret_cu(r);
 }
 
+/* Under blocking-sync scheduling wait.h spins briefly before the driver's
+ * blocking wait. */
 cudaError_t cudaDeviceSynchronize(void) {
   CUDAEV_CTX_OR_RETURN();
+  if (CUDAEV_UNLIKELY(cudaev__ctx_blocking())) return cudaev__ret_cu(cudaev__wait_ctx());
   return cudaev__ret_cu(cudaev__drv.cuCtxSynchronize(NULL));
 }
 

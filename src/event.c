@@ -14,20 +14,46 @@
 #include "internal.h"
 
 #include "handle.h"
+#include "wait.h"
 
 /* The flags are the driver's (abi_asserts.c) and are passed on as they are. */
 #define EVENT_FLAGS_VALID (cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess)
 
+/* The events created with cudaEventBlockingSync, one slot per hash of the
+ * handle (handle.h's hash): cudaEventSynchronize spins briefly on them
+ * before the driver's blocking wait (wait.h). The driver does not tell an
+ * event's flags, so they are remembered here. A later blocking event that
+ * hashes to the same slot takes it over; the one it displaced is then
+ * waited for by the driver alone, as NVIDIA's runtime does, which is
+ * slower but right. */
+static _Atomic(uintptr_t) blocking_events[1u << CUDAEV_HANDLE_GRAVE_BITS];
+
+static void blocking_forget(cudaEvent_t e) {
+  uintptr_t h = (uintptr_t)e;
+  atomic_compare_exchange_strong(&blocking_events[cudaev__handle_slot(h)], &h, 0);
+}
+
+static bool blocking_event(cudaEvent_t e) {
+  uintptr_t h = (uintptr_t)e;
+  return atomic_load_explicit(&blocking_events[cudaev__handle_slot(h)], memory_order_relaxed) == h;
+}
+
 /* The new event may have the address of a stream or event destroyed
- * earlier: it is live again. */
-static cudaError_t created(CUresult r, cudaEvent_t *e) {
-  if (r == CUDA_SUCCESS) cudaev__handle_revive(*e);
+ * earlier: it is live again, and its flags are the new ones. */
+static cudaError_t created(CUresult r, cudaEvent_t *e, unsigned flags) {
+  if (r == CUDA_SUCCESS) {
+    cudaev__handle_revive(*e);
+    if (flags & cudaEventBlockingSync)
+      atomic_store(&blocking_events[cudaev__handle_slot((uintptr_t)*e)], (uintptr_t)*e);
+    else
+      blocking_forget(*e);
+  }
   return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t *event) {
   CUDAEV_CTX_OR_RETURN();
-  return created(cudaev__drv.cuEventCreate((CUevent *)event, CU_EVENT_DEFAULT), event);
+  return created(cudaev__drv.cuEventCreate((CUevent *)event, CU_EVENT_DEFAULT), event, 0);
 }
 
 /* Unknown flags, and cudaEventInterprocess without cudaEventDisableTiming,
@@ -37,7 +63,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
   if (event == NULL || (flags & ~(unsigned)EVENT_FLAGS_VALID) != 0 ||
       ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)))
     return cudaev__ret(cudaErrorInvalidValue);
-  return created(cudaev__drv.cuEventCreate((CUevent *)event, flags), event);
+  return created(cudaev__drv.cuEventCreate((CUevent *)event, flags), event, flags);
 }
 
 /* Hot path: no lock, no allocation, one driver call after the context
@@ -79,9 +105,13 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   return cudaev__ret_cu(cudaev__drv.cuEventQuery((CUevent)event));
 }
 
+/* Where the driver would put the thread to sleep (a BlockingSync event, or
+ * a context with blocking-sync scheduling), wait.h spins briefly first. */
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   CUDAEV_CTX_OR_RETURN();
   CUDAEV_LIVE_OR_RETURN(event);
+  if (event != NULL && (blocking_event(event) || cudaev__ctx_blocking()))
+    return cudaev__ret_cu(cudaev__wait_event((CUevent)event));
   return cudaev__ret_cu(cudaev__drv.cuEventSynchronize((CUevent)event));
 }
 
@@ -92,7 +122,10 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   CUDAEV_LIVE_OR_RETURN(event);
   cudaev__handle_bury(event);
   CUresult r = cudaev__drv.cuEventDestroy((CUevent)event);
-  if (r != CUDA_SUCCESS) cudaev__handle_revive(event);
+  if (r != CUDA_SUCCESS)
+    cudaev__handle_revive(event);
+  else
+    blocking_forget(event);
   return cudaev__ret_cu(r);
 }
 

@@ -10,11 +10,15 @@
  * match the pointers is then judged by the driver exactly as under NVIDIA's
  * runtime. The synchronisation rules of the runtime's "API synchronization
  * behavior" page are the driver's rules for the same calls, so nothing is
- * added around them. */
+ * added around them, except for large copies between pageable host memory
+ * and device memory: those go through the pinned staging ring
+ * (src/staging.h), which keeps the same rules at several times the
+ * driver's bandwidth. */
 #include "internal.h"
 #include "handle.h"
 #include "hostpool.h"
 #include "memory.h"
+#include "staging.h"
 
 /* ---- allocation ---------------------------------------------------------- */
 
@@ -143,6 +147,11 @@ static cudaError_t memcpy_sync(void *dst, const void *src, size_t count, enum cu
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
   CUdeviceptr d = (CUdeviceptr)dst, s = (CUdeviceptr)src;
   CUresult r;
+  if (count > CUDAEV_STAGING_MIN && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyHostToHost &&
+      cudaev__staged_copy(dst, src, count, kind,
+                          per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY, true, &r))
+    return cudaev__ret_cu(r);
   switch (kind) {
   case cudaMemcpyHostToDevice:
     r = per_thread ? cudaev__drv.cuMemcpyHtoD_ptds(d, src, count)
@@ -173,7 +182,7 @@ cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaM
 
 /* The enqueue hot path: one context check, one destroyed-stream check (an
  * atomic load), one switch, one driver call. Size 0 is checked before the
- * kind, as in memcpy_sync. */
+ * kind, as in memcpy_sync. Large copies may go through the staging ring. */
 static inline cudaError_t memcpy_async(void *dst, const void *src, size_t count,
                                        enum cudaMemcpyKind kind, cudaStream_t stream,
                                        bool per_thread) {
@@ -185,6 +194,9 @@ static inline cudaError_t memcpy_async(void *dst, const void *src, size_t count,
   CUstream st = cudaev__stream(stream, per_thread);
   CUdeviceptr d = (CUdeviceptr)dst, s = (CUdeviceptr)src;
   CUresult r;
+  if (CUDAEV_UNLIKELY(count > CUDAEV_STAGING_MIN) && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyHostToHost && cudaev__staged_copy(dst, src, count, kind, st, false, &r))
+    return cudaev__ret_cu(r);
   switch (kind) {
   case cudaMemcpyHostToDevice: r = cudaev__drv.cuMemcpyHtoDAsync(d, src, count, st); break;
   case cudaMemcpyDeviceToHost: r = cudaev__drv.cuMemcpyDtoHAsync(dst, s, count, st); break;

@@ -18,6 +18,7 @@
 
 #include "handle.h"
 #include "stream.h"
+#include "wait.h"
 
 /* The runtime and driver attribute unions, their ids, and the enums inside
  * them are the same ABI (abi_asserts.c); the translation relies on it. */
@@ -87,9 +88,13 @@ CUDAEV_DECLARE_VARIANT(cudaStreamQuery, _ptsz);
 cudaError_t cudaStreamQuery(cudaStream_t stream) { return query_impl(stream, false); }
 cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) { return query_impl(stream, true); }
 
+/* Under blocking-sync scheduling wait.h spins briefly before the driver's
+ * blocking wait. */
 static inline cudaError_t sync_impl(cudaStream_t s, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   CUDAEV_LIVE_OR_RETURN(s);
+  if (CUDAEV_UNLIKELY(cudaev__ctx_blocking()))
+    return cudaev__ret_cu(cudaev__wait_stream(cudaev__stream(s, pt)));
   return cudaev__ret_cu(cudaev__drv.cuStreamSynchronize(cudaev__stream(s, pt)));
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamSynchronize, _ptsz);
