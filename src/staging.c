@@ -16,17 +16,17 @@
  * host copy of the next one and the per-chunk driver calls (an enqueue and
  * an event record, a few microseconds); 8 of them let the host run up to
  * 16 MiB ahead of the DMA. */
-#define CHUNK ((size_t)2 << 20)
-#define SLOTS 8
+#define CHUNK          ((size_t)2 << 20)
+#define SLOTS          8
 /* The unit a host copy is split into for the copy threads. */
-#define PART ((size_t)512 << 10)
+#define PART           ((size_t)512 << 10)
 /* Copy threads beside the caller: one thread copies about 10 GB/s, four
  * together outrun the DMA. */
-#define MAX_WORKERS 3
+#define MAX_WORKERS    3
 /* How long a thread spins on a staging buffer's event before the driver's
  * wait: a chunk's DMA takes 40 us to 1 ms; longer means the stream is
  * still busy with earlier work, and then the thread should not burn a core. */
-#define SLOT_SPIN_NS (2 * 1000 * 1000LL)
+#define SLOT_SPIN_NS   (2 * 1000 * 1000LL)
 /* How long an idle copy thread spins for the next part before it sleeps:
  * the next chunk of the same copy follows within microseconds. */
 #define WORKER_SPIN_NS (100 * 1000LL)
@@ -81,11 +81,11 @@ static struct {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int nworkers;
-  atomic_flag busy;        /* a caller owns the job */
-  atomic_uint gen;         /* bumped for each job */
-  _Atomic uint64_t next;   /* gen << 32 | next part to claim */
-  atomic_size_t done;      /* parts finished */
-  atomic_int sleepers;     /* threads waiting on cv */
+  atomic_flag busy;      /* a caller owns the job */
+  atomic_uint gen;       /* bumped for each job */
+  _Atomic uint64_t next; /* gen << 32 | next part to claim */
+  atomic_size_t done;    /* parts finished */
+  atomic_int sleepers;   /* threads waiting on cv */
   char *dst;
   const char *src;
   size_t len, nparts;
@@ -228,8 +228,7 @@ static int ring_device(CUstream st) {
     if (cudaev__drv.cuStreamGetCtx(st, &sc, &green) != CUDA_SUCCESS || sc != cur) return -1;
   }
   for (int i = 0; i < nrings; i++)
-    if (atomic_load_explicit(&cudaev__rt.devices[i].primary, memory_order_acquire) == cur)
-      return i;
+    if (atomic_load_explicit(&cudaev__rt.devices[i].primary, memory_order_acquire) == cur) return i;
   return -1;
 }
 

@@ -176,7 +176,8 @@ static void fill(unsigned char *p, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(seed + i * 7 + (i >> 9));
 }
 
-static const size_t sizes[] = {((size_t)1 << 20) + 1, ((size_t)3 << 20) + 7, ((size_t)37 << 20) + 3};
+static const size_t sizes[] = {((size_t)1 << 20) + 1, ((size_t)3 << 20) + 7,
+                               ((size_t)37 << 20) + 3};
 
 Test(staging, host_to_device_sync_is_staged_and_exact) {
   install();
