@@ -92,8 +92,10 @@ static cudaError_t check_device_flags(unsigned int flags) {
 /* cudaDeviceMapHost is always on since CUDA 12: the driver is given the
  * rest. */
 static cudaError_t set_primary_flags(int device, unsigned int flags) {
-  return cudaev__error_from_cu(cudaev__drv.cuDevicePrimaryCtxSetFlags(
-      cudaev__rt.devices[device].dev, flags & ~(unsigned)cudaDeviceMapHost));
+  CUresult r = cudaev__drv.cuDevicePrimaryCtxSetFlags(cudaev__rt.devices[device].dev,
+                                                      flags & ~(unsigned)cudaDeviceMapHost);
+  atomic_fetch_add(&cudaev__rt.flags_gen, 1); /* wait.h caches the scheduling flags */
+  return cudaev__error_from_cu(r);
 }
 
 /* Sets the flags of the current device's primary context and, as NVIDIA's
@@ -164,6 +166,7 @@ cudaError_t cudaDeviceReset(void) {
     cudaev__staging_reset(d);
   }
   atomic_fetch_add(&cudaev__rt.reset_gen, 1);
+  atomic_fetch_add(&cudaev__rt.flags_gen, 1);
   return cudaev__ret_cu(r);
 }
 

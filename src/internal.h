@@ -39,6 +39,7 @@ struct cudaev__thread_state {
   cudaError_t last_error; /* what cudaGetLastError returns and clears */
   int device;             /* cudaSetDevice's choice; -1 = never set (acts as 0) */
   unsigned reset_gen;     /* cudaev__rt.reset_gen when this thread last checked its context */
+  CUcontext ctx;          /* current at the last cudaev__ctx() that found one at once; else NULL */
 };
 
 extern _Thread_local struct cudaev__thread_state cudaev__thread;
@@ -75,6 +76,7 @@ struct cudaev__device {
 struct cudaev__runtime {
   atomic_int ready;       /* 1 once init ran (successfully or not) */
   atomic_uint reset_gen;  /* bumped by cudaDeviceReset: threads re-check their context */
+  atomic_uint flags_gen;  /* bumped when this runtime sets or resets a primary context's flags */
   cudaError_t init_error; /* cudaSuccess, or why the runtime cannot run */
   int device_count;
   struct cudaev__device *devices;
@@ -116,8 +118,10 @@ static inline cudaError_t cudaev__ctx(void) {
    * reset primary context takes the slow path once to re-initialise it. */
   if (CUDAEV_LIKELY(cudaev__drv.cuCtxGetCurrent(&c) == CUDA_SUCCESS && c != NULL &&
                     cudaev__thread.reset_gen ==
-                        atomic_load_explicit(&cudaev__rt.reset_gen, memory_order_relaxed)))
+                        atomic_load_explicit(&cudaev__rt.reset_gen, memory_order_relaxed))) {
+    cudaev__thread.ctx = c;
     return cudaSuccess;
+  }
   return cudaev__ctx_slow();
 }
 

@@ -83,6 +83,7 @@ int cudaev__current_device(void) {
 }
 
 cudaError_t cudaev__ctx_slow(void) {
+  cudaev__thread.ctx = NULL;
   cudaev__thread.reset_gen = atomic_load_explicit(&cudaev__rt.reset_gen, memory_order_relaxed);
   CUcontext cur = NULL;
   int d = cudaev__thread.device < 0 ? 0 : cudaev__thread.device;

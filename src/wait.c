@@ -37,10 +37,26 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* The answer for the context last asked about on this thread. The
+ * generation is read before the driver is asked, so flags set while it
+ * answers are asked for again next time. */
+static _Thread_local struct {
+  CUcontext ctx;
+  unsigned gen;
+  bool blocking;
+} sched;
+
 bool cudaev__ctx_blocking(void) {
+  CUcontext c = cudaev__thread.ctx;
+  unsigned g = atomic_load_explicit(&cudaev__rt.flags_gen, memory_order_acquire);
+  if (CUDAEV_LIKELY(c != NULL && c == sched.ctx && g == sched.gen)) return sched.blocking;
   unsigned f = 0;
-  return cudaev__drv.cuCtxGetFlags(&f) == CUDA_SUCCESS &&
-         (f & CU_CTX_SCHED_MASK) == CU_CTX_SCHED_BLOCKING_SYNC;
+  bool b = cudaev__drv.cuCtxGetFlags(&f) == CUDA_SUCCESS &&
+           (f & CU_CTX_SCHED_MASK) == CU_CTX_SCHED_BLOCKING_SYNC;
+  sched.ctx = c;
+  sched.gen = g;
+  sched.blocking = b;
+  return b;
 }
 
 typedef CUresult (*query_fn)(void *);

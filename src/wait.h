@@ -24,7 +24,15 @@
 
 #include "internal.h"
 
-/* True when the current context's scheduling is blocking sync (cudaDeviceScheduleBlockingSync). */
+/* True when the current context's scheduling is blocking sync
+ * (cudaDeviceScheduleBlockingSync). Call after cudaev__ctx() succeeded.
+ * The answer is cached per thread and context until this runtime sets
+ * flags again (cudaSetDeviceFlags, cudaInitDevice, cudaDeviceReset), so
+ * the stream and device waits do not ask the driver every time. Flags
+ * that the application changes through the driver API on a context in
+ * use are not seen; that costs speed, never correctness: a stale "spin"
+ * leaves the wait to the driver as NVIDIA's runtime does, a stale
+ * "blocking" spins briefly before the driver's own wait. */
 bool cudaev__ctx_blocking(void);
 
 /* cuEventSynchronize(e), spinning on cuEventQuery first. */

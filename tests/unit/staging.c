@@ -277,8 +277,10 @@ Test(wait, blocking_event_spins_then_sleeps) {
   cr_assert_eq(cudaEventSynchronize(blocking), cudaSuccess);
   cr_expect_geq(queries, 2, "a BlockingSync event is polled first");
   cr_expect_eq(syncs, 1, "and found done within the window");
-  /* Under blocking-sync scheduling the stream and device waits poll too. */
+  /* Under blocking-sync scheduling the stream and device waits poll too
+   * (flags set as cudaSetDeviceFlags would: the cached answer is dropped). */
   ctx_flags = CU_CTX_SCHED_BLOCKING_SYNC;
+  atomic_fetch_add(&cudaev__rt.flags_gen, 1);
   push(0, devmem, src, 64, NULL);
   queries = 0;
   cr_assert_eq(cudaStreamSynchronize(NULL), cudaSuccess);
