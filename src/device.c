@@ -48,7 +48,10 @@ cudaError_t cudaSetDevice(int device) {
   cudaError_t e = cudaev__primary_ctx(device, &c);
   if (e != cudaSuccess) return cudaev__ret(e);
   cudaev__thread.device = device;
-  return cudaev__ret_cu(cudaev__drv.cuCtxSetCurrent(c));
+  CUresult r = cudaev__drv.cuCtxSetCurrent(c);
+  /* The hot paths' record of the current context (internal.h). */
+  cudaev__thread.ctx = r == CUDA_SUCCESS ? c : NULL;
+  return cudaev__ret_cu(r);
 }
 
 static int *valid_devices;

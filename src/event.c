@@ -66,13 +66,17 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
   return created(cudaev__drv.cuEventCreate((CUevent *)event, flags), event, flags);
 }
 
-/* Hot path: no lock, no allocation, one driver call after the context
- * check and two atomic loads (destroyed event, destroyed stream). */
+/* Hot path: no lock, no allocation, one driver call after the hot paths'
+ * context check (internal.h) and two atomic loads (destroyed event,
+ * destroyed stream). */
 static inline cudaError_t record_impl(cudaEvent_t e, cudaStream_t s, bool pt) {
-  CUDAEV_CTX_OR_RETURN();
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
   CUDAEV_LIVE_OR_RETURN(e);
   CUDAEV_LIVE_OR_RETURN(s);
-  return cudaev__ret_cu(cudaev__drv.cuEventRecord((CUevent)e, cudaev__stream(s, pt)));
+  CUresult r = cudaev__drv.cuEventRecord((CUevent)e, cudaev__stream(s, pt));
+  CUDAEV_CTX_HOT_RETRY(known, r, cudaev__drv.cuEventRecord((CUevent)e, cudaev__stream(s, pt)));
+  return cudaev__ret_cu(r);
 }
 CUDAEV_DECLARE_VARIANT(cudaEventRecord, _ptsz);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
@@ -84,11 +88,14 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
 
 static inline cudaError_t record_flags_impl(cudaEvent_t e, cudaStream_t s, unsigned flags,
                                             bool pt) {
-  CUDAEV_CTX_OR_RETURN();
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
   CUDAEV_LIVE_OR_RETURN(e);
   CUDAEV_LIVE_OR_RETURN(s);
-  return cudaev__ret_cu(
-      cudaev__drv.cuEventRecordWithFlags((CUevent)e, cudaev__stream(s, pt), flags));
+  CUresult r = cudaev__drv.cuEventRecordWithFlags((CUevent)e, cudaev__stream(s, pt), flags);
+  CUDAEV_CTX_HOT_RETRY(
+      known, r, cudaev__drv.cuEventRecordWithFlags((CUevent)e, cudaev__stream(s, pt), flags));
+  return cudaev__ret_cu(r);
 }
 CUDAEV_DECLARE_VARIANT(cudaEventRecordWithFlags, _ptsz);
 cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
@@ -100,19 +107,29 @@ cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  CUDAEV_CTX_OR_RETURN();
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
   CUDAEV_LIVE_OR_RETURN(event);
-  return cudaev__ret_cu(cudaev__drv.cuEventQuery((CUevent)event));
+  CUresult r = cudaev__drv.cuEventQuery((CUevent)event);
+  CUDAEV_CTX_HOT_RETRY(known, r, cudaev__drv.cuEventQuery((CUevent)event));
+  return cudaev__ret_cu(r);
 }
 
 /* Where the driver would put the thread to sleep (a BlockingSync event, or
  * a context with blocking-sync scheduling), wait.h spins briefly first. */
-cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  CUDAEV_CTX_OR_RETURN();
-  CUDAEV_LIVE_OR_RETURN(event);
+static CUresult event_sync(cudaEvent_t event) {
   if (event != NULL && (blocking_event(event) || cudaev__ctx_blocking()))
-    return cudaev__ret_cu(cudaev__wait_event((CUevent)event));
-  return cudaev__ret_cu(cudaev__drv.cuEventSynchronize((CUevent)event));
+    return cudaev__wait_event((CUevent)event);
+  return cudaev__drv.cuEventSynchronize((CUevent)event);
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
+  CUDAEV_LIVE_OR_RETURN(event);
+  CUresult r = event_sync(event);
+  CUDAEV_CTX_HOT_RETRY(known, r, event_sync(event));
+  return cudaev__ret_cu(r);
 }
 
 /* Buried before the driver frees it (handle.h says why); a second destroy

@@ -151,6 +151,49 @@ cudaError_t cudaev__primary_ctx(int d, CUcontext *out);
     if (CUDAEV_UNLIKELY(ctx_e_ != cudaSuccess)) return cudaev__ret(ctx_e_); \
   } while (0)
 
+/* The enqueue hot paths skip cuCtxGetCurrent, a public driver entry point
+ * that costs as much as our whole share of the call (NVIDIA's runtime
+ * reaches the driver through private entry points instead), once this
+ * thread has found a context current and no cudaDeviceReset happened
+ * since: a context stays current on a thread until the thread changes it.
+ * The driver call itself then says when it is gone (the application popped
+ * or unset it through the driver API): CUDA_ERROR_INVALID_CONTEXT or
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED sends the call through cudaev__ctx()
+ * and the driver once more, so the primary context is made current as
+ * NVIDIA's runtime makes it. The first calls on a thread always check.
+ * One difference remains: a call whose handles carry their own context
+ * (an explicit stream or event) may succeed in the driver with no context
+ * current, where NVIDIA's runtime would first have made the primary
+ * context current again; only a program that unsets the context through
+ * the driver API and reads it back through the driver API can tell. The
+ * launch path (launch.h) has always relied on the driver's answer alone.
+ *
+ *   bool known;
+ *   CUDAEV_CTX_HOT_OR_RETURN(known);
+ *   ...argument checks...
+ *   CUresult r = driver call;
+ *   CUDAEV_CTX_HOT_RETRY(known, r, driver call);
+ */
+static inline bool cudaev__ctx_known(void) {
+  return CUDAEV_LIKELY(cudaev__thread.ctx != NULL &&
+                       cudaev__thread.reset_gen ==
+                           atomic_load_explicit(&cudaev__rt.reset_gen, memory_order_relaxed));
+}
+#define CUDAEV_CTX_HOT_OR_RETURN(known)   \
+  do {                                    \
+    (known) = cudaev__ctx_known();        \
+    if (!(known)) CUDAEV_CTX_OR_RETURN(); \
+  } while (0)
+#define CUDAEV_CTX_HOT_RETRY(known, r, call)                                    \
+  do {                                                                          \
+    if (CUDAEV_UNLIKELY((known) && ((r) == CUDA_ERROR_INVALID_CONTEXT ||        \
+                                    (r) == CUDA_ERROR_CONTEXT_IS_DESTROYED))) { \
+      cudaev__thread.ctx = NULL;                                                \
+      CUDAEV_CTX_OR_RETURN();                                                   \
+      (r) = (call);                                                             \
+    }                                                                           \
+  } while (0)
+
 /* Valid ordinal check against the initialised device count. */
 static inline bool cudaev__device_valid(int d) { return d >= 0 && d < cudaev__rt.device_count; }
 

@@ -180,29 +180,37 @@ cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaM
   return memcpy_sync(dst, src, count, kind, true);
 }
 
-/* The enqueue hot path: one context check, one destroyed-stream check (an
- * atomic load), one switch, one driver call. Size 0 is checked before the
- * kind, as in memcpy_sync. Large copies may go through the staging ring. */
+static inline CUresult memcpy_async_drv(void *dst, const void *src, size_t count,
+                                        enum cudaMemcpyKind kind, CUstream st) {
+  CUdeviceptr d = (CUdeviceptr)dst, s = (CUdeviceptr)src;
+  switch (kind) {
+  case cudaMemcpyHostToDevice: return cudaev__drv.cuMemcpyHtoDAsync(d, src, count, st);
+  case cudaMemcpyDeviceToHost: return cudaev__drv.cuMemcpyDtoHAsync(dst, s, count, st);
+  case cudaMemcpyDeviceToDevice: return cudaev__drv.cuMemcpyDtoDAsync(d, s, count, st);
+  default: return cudaev__drv.cuMemcpyAsync(d, s, count, st);
+  }
+}
+
+/* The enqueue hot path: the context check of the hot paths (internal.h),
+ * one destroyed-stream check (an atomic load), one switch, one driver
+ * call. Size 0 is checked before the kind, as in memcpy_sync. Large copies
+ * may go through the staging ring. */
 static inline cudaError_t memcpy_async(void *dst, const void *src, size_t count,
                                        enum cudaMemcpyKind kind, cudaStream_t stream,
                                        bool per_thread) {
-  CUDAEV_CTX_OR_RETURN();
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
   CUDAEV_LIVE_OR_RETURN(stream);
   if (CUDAEV_UNLIKELY(count == 0)) return cudaSuccess;
   if (CUDAEV_UNLIKELY((unsigned)kind > (unsigned)cudaMemcpyDefault))
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
   CUstream st = cudaev__stream(stream, per_thread);
-  CUdeviceptr d = (CUdeviceptr)dst, s = (CUdeviceptr)src;
   CUresult r;
   if (CUDAEV_UNLIKELY(count > CUDAEV_STAGING_MIN) && kind != cudaMemcpyDeviceToDevice &&
       kind != cudaMemcpyHostToHost && cudaev__staged_copy(dst, src, count, kind, st, false, &r))
     return cudaev__ret_cu(r);
-  switch (kind) {
-  case cudaMemcpyHostToDevice: r = cudaev__drv.cuMemcpyHtoDAsync(d, src, count, st); break;
-  case cudaMemcpyDeviceToHost: r = cudaev__drv.cuMemcpyDtoHAsync(dst, s, count, st); break;
-  case cudaMemcpyDeviceToDevice: r = cudaev__drv.cuMemcpyDtoDAsync(d, s, count, st); break;
-  default: r = cudaev__drv.cuMemcpyAsync(d, s, count, st); break;
-  }
+  r = memcpy_async_drv(dst, src, count, kind, st);
+  CUDAEV_CTX_HOT_RETRY(known, r, memcpy_async_drv(dst, src, count, kind, st));
   return cudaev__ret_cu(r);
 }
 
@@ -230,10 +238,14 @@ cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count) {
 
 static inline cudaError_t memset_async(void *devPtr, int value, size_t count, cudaStream_t stream,
                                        bool per_thread) {
-  CUDAEV_CTX_OR_RETURN();
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
   CUDAEV_LIVE_OR_RETURN(stream);
-  return cudaev__ret_cu(cudaev__drv.cuMemsetD8Async((CUdeviceptr)devPtr, (unsigned char)value,
-                                                    count, cudaev__stream(stream, per_thread)));
+  CUstream st = cudaev__stream(stream, per_thread);
+  CUresult r = cudaev__drv.cuMemsetD8Async((CUdeviceptr)devPtr, (unsigned char)value, count, st);
+  CUDAEV_CTX_HOT_RETRY(
+      known, r, cudaev__drv.cuMemsetD8Async((CUdeviceptr)devPtr, (unsigned char)value, count, st));
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {

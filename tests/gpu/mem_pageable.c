@@ -117,8 +117,8 @@ int main(void) {
       cudaError_t e2 = ptds ? cudaMemcpy_ptds(hdst + 3, dev + dof, n, cudaMemcpyDeviceToHost)
                             : cudaMemcpy(hdst + 3, dev + dof, n, cudaMemcpyDeviceToHost);
       printf("memcpy%s size %zu: h2d %s d2h %s, %s, guard %d %d (last %s)\n", ptds ? "_ptds" : "",
-             n, cudaGetErrorName(e1), cudaGetErrorName(e2), same(hsrc + ho, hdst + 3, n),
-             hdst[2], hdst[n + 3], cudaGetErrorName(cudaGetLastError()));
+             n, cudaGetErrorName(e1), cudaGetErrorName(e2), same(hsrc + ho, hdst + 3, n), hdst[2],
+             hdst[n + 3], cudaGetErrorName(cudaGetLastError()));
     }
   }
 
@@ -142,12 +142,14 @@ int main(void) {
       size_t ho = ci % 8;
       fill(hsrc, n + ho, (unsigned)(si + 10 * ci));
       memcpy(want, hsrc + ho, n);
-      cudaError_t e1 = c->ptsz ? cudaMemcpyAsync_ptsz(dev, hsrc + ho, n, cudaMemcpyHostToDevice, c->s)
-                               : cudaMemcpyAsync(dev, hsrc + ho, n, cudaMemcpyHostToDevice, c->s);
+      cudaError_t e1 = c->ptsz
+                           ? cudaMemcpyAsync_ptsz(dev, hsrc + ho, n, cudaMemcpyHostToDevice, c->s)
+                           : cudaMemcpyAsync(dev, hsrc + ho, n, cudaMemcpyHostToDevice, c->s);
       memset(hsrc + ho, 0xcd, n); /* reusable at return */
       memset(hdst, 0, n + 8);
-      cudaError_t e2 = c->ptsz ? cudaMemcpyAsync_ptsz(hdst + 1, dev, n, cudaMemcpyDeviceToHost, c->s)
-                               : cudaMemcpyAsync(hdst + 1, dev, n, cudaMemcpyDeviceToHost, c->s);
+      cudaError_t e2 = c->ptsz
+                           ? cudaMemcpyAsync_ptsz(hdst + 1, dev, n, cudaMemcpyDeviceToHost, c->s)
+                           : cudaMemcpyAsync(hdst + 1, dev, n, cudaMemcpyDeviceToHost, c->s);
       /* no synchronization: a pageable D2H is complete at return */
       printf("async %s size %zu: h2d %s d2h %s, %s (last %s)\n", c->name, n, cudaGetErrorName(e1),
              cudaGetErrorName(e2), same(want, hdst + 1, n), cudaGetErrorName(cudaGetLastError()));
