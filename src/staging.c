@@ -88,7 +88,8 @@ static struct {
   atomic_int sleepers;   /* threads waiting on cv */
   char *dst;
   const char *src;
-  size_t len, nparts;
+  size_t len;
+  atomic_size_t nparts; /* read before a part is claimed, so atomic */
 } pool = {.once = PTHREAD_ONCE_INIT,
           .mu = PTHREAD_MUTEX_INITIALIZER,
           .cv = PTHREAD_COND_INITIALIZER,
@@ -99,7 +100,7 @@ static void run_parts(unsigned gen) {
   for (;;) {
     if ((unsigned)(v >> 32) != gen) return;
     size_t i = (size_t)(uint32_t)v;
-    if (i >= pool.nparts) return;
+    if (i >= atomic_load_explicit(&pool.nparts, memory_order_relaxed)) return;
     if (!atomic_compare_exchange_weak_explicit(&pool.next, &v, v + 1, memory_order_acq_rel,
                                                memory_order_acquire))
       continue;
@@ -167,7 +168,7 @@ static void host_copy(void *dst, const void *src, size_t len) {
   pool.dst = dst;
   pool.src = src;
   pool.len = len;
-  pool.nparts = nparts;
+  atomic_store_explicit(&pool.nparts, nparts, memory_order_relaxed);
   atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
   unsigned g = atomic_load_explicit(&pool.gen, memory_order_relaxed) + 1;
   atomic_store_explicit(&pool.next, (uint64_t)g << 32, memory_order_release);
@@ -237,6 +238,13 @@ static int ring_device(CUstream st) {
 /* Makes buffers up to `want`; returns how many there are. A refusal of the
  * driver (pinned memory is scarce) leaves the ring smaller. */
 static int grow(struct ring *g, int want) {
+  if (g->nslots >= want) return g->nslots;
+  /* Pinned allocation is one of the calls a stream capture in global mode
+   * forbids on this thread (it would invalidate the capture); the ring's
+   * own buffers are no part of any capture, so relaxed mode is borrowed
+   * for them, as the runtime documents for libraries. */
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool swapped = cudaev__drv.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
   while (g->nslots < want) {
     int i = g->nslots;
     void *p = NULL;
@@ -251,6 +259,7 @@ static int grow(struct ring *g, int want) {
     g->pending[i] = false;
     g->nslots = i + 1;
   }
+  if (swapped) cudaev__drv.cuThreadExchangeStreamCaptureMode(&mode);
   return g->nslots;
 }
 

@@ -105,6 +105,20 @@ int main(void) {
       {"nonblocking", nonblocking, 0},
   };
 
+  /* First of all (the staging ring is still empty, so the runtime makes
+   * it now): synchronous and async copies while another (non-blocking)
+   * stream captures in global mode on this thread. */
+  fill(hsrc, (size_t)3 << 20, 1);
+  TC(cudaStreamBeginCapture(nonblocking, cudaStreamCaptureModeGlobal));
+  TC(cudaMemcpy(dev2, hsrc, (size_t)3 << 20, cudaMemcpyHostToDevice));
+  TC(cudaMemcpy(hdst, dev2, (size_t)3 << 20, cudaMemcpyDeviceToHost));
+  TC(cudaMemcpyAsync(dev2, hsrc, (size_t)3 << 20, cudaMemcpyHostToDevice, blocking));
+  TC(cudaMemcpyAsync(hdst, dev2, (size_t)3 << 20, cudaMemcpyDeviceToHost, blocking));
+  cudaGraph_t g0 = NULL;
+  TC(cudaStreamEndCapture(nonblocking, &g0));
+  if (g0 != NULL) TC(cudaGraphDestroy(g0));
+  TC(cudaStreamSynchronize(blocking));
+
   /* cudaMemcpy, both directions, every size, unaligned both sides */
   for (size_t si = 0; si < NSIZES; si++) {
     for (int ptds = 0; ptds < 2; ptds++) {
