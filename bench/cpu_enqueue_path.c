@@ -156,25 +156,26 @@ static double max_ns = 250;
 
 /* Times `rt` (the runtime call) and `drv` (the bare stand-in call) and
  * prints the best round of each. */
-#define ROW(name, rt, drv)                                                                 \
-  do {                                                                                     \
-    double best_rt = 1e30, best_drv = 1e30;                                                \
-    unsigned long extra0 = extra;                                                          \
-    for (int r_ = 0; r_ < rounds; r_++) {                                                  \
-      double t0 = now();                                                                   \
-      for (long i_ = 0; i_ < iters; i_++)                                                  \
-        if ((rt) != 0) failed = 1;                                                         \
-      double t1 = now();                                                                   \
-      for (long i_ = 0; i_ < iters; i_++) (void)(drv);                                     \
-      double t2 = now();                                                                   \
-      if ((t1 - t0) / iters < best_rt) best_rt = (t1 - t0) / iters;                        \
-      if ((t2 - t1) / iters < best_drv) best_drv = (t2 - t1) / iters;                      \
-    }                                                                                      \
-    printf("%-30s runtime %6.2f ns  stand-in alone %6.2f ns  runtime's share %6.2f ns"    \
-           "  extra driver calls %.2f\n",                                                  \
-           name, best_rt, best_drv, best_rt - best_drv,                                    \
-           (double)(extra - extra0) / ((double)iters * rounds));                           \
-    if (best_rt - best_drv > max_ns) failed = 1;                                           \
+#define ROW(name, rt, drv)                                                          \
+  do {                                                                              \
+    double best_rt = 1e30, best_drv = 1e30;                                         \
+    unsigned long extra0 = extra;                                                   \
+    for (int r_ = 0; r_ < rounds; r_++) {                                           \
+      double t0 = now();                                                            \
+      for (long i_ = 0; i_ < iters; i_++)                                           \
+        if ((rt) != 0) failed = 1;                                                  \
+      double t1 = now();                                                            \
+      for (long i_ = 0; i_ < iters; i_++) (void)(drv);                              \
+      double t2 = now();                                                            \
+      if ((t1 - t0) / iters < best_rt) best_rt = (t1 - t0) / iters;                 \
+      if ((t2 - t1) / iters < best_drv) best_drv = (t2 - t1) / iters;               \
+    }                                                                               \
+    printf(                                                                         \
+        "%-30s runtime %6.2f ns  stand-in alone %6.2f ns  runtime's share %6.2f ns" \
+        "  extra driver calls %.2f\n",                                              \
+        name, best_rt, best_drv, best_rt - best_drv,                                \
+        (double)(extra - extra0) / ((double)iters * rounds));                       \
+    if (best_rt - best_drv > max_ns) failed = 1;                                    \
   } while (0)
 
 int main(int argc, char **argv) {
@@ -215,11 +216,11 @@ int main(int argc, char **argv) {
   static char host[4096];
   void *dptr = (void *)0x100000, *p = NULL;
 
-  ROW("launch (<<<>>> sequence)",
-      launch_once(k),
+  ROW("launch (<<<>>> sequence)", launch_once(k),
       cudaev__drv.cuLaunchKernel((CUfunction)ks, 1, 1, 1, 1, 1, 1, 0, (CUstream)STREAM, NULL,
                                  NULL));
-  ROW("cudaMemcpyAsync H2D 4 KiB", cudaMemcpyAsync(dptr, host, sizeof host, cudaMemcpyHostToDevice, STREAM),
+  ROW("cudaMemcpyAsync H2D 4 KiB",
+      cudaMemcpyAsync(dptr, host, sizeof host, cudaMemcpyHostToDevice, STREAM),
       cudaev__drv.cuMemcpyHtoDAsync((CUdeviceptr)dptr, host, sizeof host, (CUstream)STREAM));
   ROW("cudaMemcpyAsync D2D 4 KiB",
       cudaMemcpyAsync(dptr, dptr, 4096, cudaMemcpyDeviceToDevice, STREAM),
@@ -241,6 +242,7 @@ int main(int argc, char **argv) {
       (cudaev__drv.cuMemAllocAsync((CUdeviceptr *)&p, 1 << 20, (CUstream)STREAM),
        cudaev__drv.cuMemFreeAsync((CUdeviceptr)p, (CUstream)STREAM)));
   if (calls == 0) failed = 1;
-  if (failed) printf("FAILED: a call returned an error or the runtime's share passed %.0f ns\n", max_ns);
+  if (failed)
+    printf("FAILED: a call returned an error or the runtime's share passed %.0f ns\n", max_ns);
   return failed;
 }
