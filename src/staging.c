@@ -18,8 +18,10 @@
  * 16 MiB ahead of the DMA. */
 #define CHUNK          ((size_t)2 << 20)
 #define SLOTS          8
-/* The unit a host copy is split into for the copy threads. */
-#define PART           ((size_t)512 << 10)
+/* The unit a host copy is split into for the copy threads: small enough
+ * that a chunk of a copy just over CUDAEV_STAGING_MIN still has a part
+ * for a second thread. */
+#define PART           ((size_t)256 << 10)
 /* Copy threads beside the caller: one thread copies about 10 GB/s, four
  * together outrun the DMA. */
 #define MAX_WORKERS    3
@@ -284,11 +286,12 @@ static CUresult slot_record(struct ring *g, int i, CUstream st) {
   return r;
 }
 
-/* Small copies are cut into at least four chunks so that host copies and
- * DMAs overlap; large ones into CHUNK. */
+/* Small copies are cut into about four chunks so that host copies and
+ * DMAs overlap, each of at least two parts so that two threads share its
+ * host copy; large ones into CHUNK. */
 static size_t chunk_for(size_t count) {
   size_t c = (count / 4 + PART - 1) / PART * PART;
-  return c < PART ? PART : c > CHUNK ? CHUNK : c;
+  return c < 2 * PART ? 2 * PART : c > CHUNK ? CHUNK : c;
 }
 
 static CUresult h2d(struct ring *g, int nslots, CUdeviceptr dst, const char *src, size_t count,

@@ -105,8 +105,9 @@ static void *worker(void *arg) {
     if (e1 != cudaSuccess || e2 != cudaSuccess || memcmp(src, back, n) != 0) {
       size_t at = 0;
       while (at < n && src[at] == back[at]) at++;
-      fprintf(stderr, "staging_threads: thread %d round %d: %s %s, size %zu, first difference at %zu\n",
-              t, i, cudaGetErrorName(e1), cudaGetErrorName(e2), n, at);
+      fprintf(stderr,
+              "staging_threads: thread %d round %d: %s %s, size %zu, first difference at %zu\n", t,
+              i, cudaGetErrorName(e1), cudaGetErrorName(e2), n, at);
       atomic_fetch_add(&bad, 1);
     }
   }
