@@ -4,6 +4,8 @@
 #include "internal.h"
 #include "handle.h"
 #include "hostpool.h"
+#include "staging.h"
+#include "wait.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +48,10 @@ cudaError_t cudaSetDevice(int device) {
   cudaError_t e = cudaev__primary_ctx(device, &c);
   if (e != cudaSuccess) return cudaev__ret(e);
   cudaev__thread.device = device;
-  return cudaev__ret_cu(cudaev__drv.cuCtxSetCurrent(c));
+  CUresult r = cudaev__drv.cuCtxSetCurrent(c);
+  /* The hot paths' record of the current context (internal.h). */
+  cudaev__thread.ctx = r == CUDA_SUCCESS ? c : NULL;
+  return cudaev__ret_cu(r);
 }
 
 static int *valid_devices;
@@ -90,8 +95,10 @@ static cudaError_t check_device_flags(unsigned int flags) {
 /* cudaDeviceMapHost is always on since CUDA 12: the driver is given the
  * rest. */
 static cudaError_t set_primary_flags(int device, unsigned int flags) {
-  return cudaev__error_from_cu(cudaev__drv.cuDevicePrimaryCtxSetFlags(
-      cudaev__rt.devices[device].dev, flags & ~(unsigned)cudaDeviceMapHost));
+  CUresult r = cudaev__drv.cuDevicePrimaryCtxSetFlags(cudaev__rt.devices[device].dev,
+                                                      flags & ~(unsigned)cudaDeviceMapHost);
+  atomic_fetch_add(&cudaev__rt.flags_gen, 1); /* wait.h caches the scheduling flags */
+  return cudaev__error_from_cu(r);
 }
 
 /* Sets the flags of the current device's primary context and, as NVIDIA's
@@ -156,14 +163,21 @@ cudaError_t cudaDeviceReset(void) {
   CUresult r = cudaev__drv.cuDevicePrimaryCtxReset(dev->dev);
   if (primary != NULL) cudaev__drv.cuDevicePrimaryCtxRelease(dev->dev);
   /* The reset freed the context's pinned allocations, the pool's chunks
-   * among them. */
-  if (r == CUDA_SUCCESS) cudaev__hostpool_reset(d);
+   * and the staging ring among them. */
+  if (r == CUDA_SUCCESS) {
+    cudaev__hostpool_reset(d);
+    cudaev__staging_reset(d);
+  }
   atomic_fetch_add(&cudaev__rt.reset_gen, 1);
+  atomic_fetch_add(&cudaev__rt.flags_gen, 1);
   return cudaev__ret_cu(r);
 }
 
+/* Under blocking-sync scheduling wait.h spins briefly before the driver's
+ * blocking wait. */
 cudaError_t cudaDeviceSynchronize(void) {
   CUDAEV_CTX_OR_RETURN();
+  if (CUDAEV_UNLIKELY(cudaev__ctx_blocking())) return cudaev__ret_cu(cudaev__wait_ctx());
   return cudaev__ret_cu(cudaev__drv.cuCtxSynchronize(NULL));
 }
 

@@ -39,6 +39,7 @@ struct cudaev__thread_state {
   cudaError_t last_error; /* what cudaGetLastError returns and clears */
   int device;             /* cudaSetDevice's choice; -1 = never set (acts as 0) */
   unsigned reset_gen;     /* cudaev__rt.reset_gen when this thread last checked its context */
+  CUcontext ctx;          /* current at the last cudaev__ctx() that found one at once; else NULL */
 };
 
 extern _Thread_local struct cudaev__thread_state cudaev__thread;
@@ -75,6 +76,7 @@ struct cudaev__device {
 struct cudaev__runtime {
   atomic_int ready;       /* 1 once init ran (successfully or not) */
   atomic_uint reset_gen;  /* bumped by cudaDeviceReset: threads re-check their context */
+  atomic_uint flags_gen;  /* bumped when this runtime sets or resets a primary context's flags */
   cudaError_t init_error; /* cudaSuccess, or why the runtime cannot run */
   int device_count;
   struct cudaev__device *devices;
@@ -116,8 +118,10 @@ static inline cudaError_t cudaev__ctx(void) {
    * reset primary context takes the slow path once to re-initialise it. */
   if (CUDAEV_LIKELY(cudaev__drv.cuCtxGetCurrent(&c) == CUDA_SUCCESS && c != NULL &&
                     cudaev__thread.reset_gen ==
-                        atomic_load_explicit(&cudaev__rt.reset_gen, memory_order_relaxed)))
+                        atomic_load_explicit(&cudaev__rt.reset_gen, memory_order_relaxed))) {
+    cudaev__thread.ctx = c;
     return cudaSuccess;
+  }
   return cudaev__ctx_slow();
 }
 
@@ -145,6 +149,49 @@ cudaError_t cudaev__primary_ctx(int d, CUcontext *out);
   do {                                                                      \
     cudaError_t ctx_e_ = cudaev__ctx();                                     \
     if (CUDAEV_UNLIKELY(ctx_e_ != cudaSuccess)) return cudaev__ret(ctx_e_); \
+  } while (0)
+
+/* The enqueue hot paths skip cuCtxGetCurrent, a public driver entry point
+ * that costs as much as our whole share of the call (NVIDIA's runtime
+ * reaches the driver through private entry points instead), once this
+ * thread has found a context current and no cudaDeviceReset happened
+ * since: a context stays current on a thread until the thread changes it.
+ * The driver call itself then says when it is gone (the application popped
+ * or unset it through the driver API): CUDA_ERROR_INVALID_CONTEXT or
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED sends the call through cudaev__ctx()
+ * and the driver once more, so the primary context is made current as
+ * NVIDIA's runtime makes it. The first calls on a thread always check.
+ * One difference remains: a call whose handles carry their own context
+ * (an explicit stream or event) may succeed in the driver with no context
+ * current, where NVIDIA's runtime would first have made the primary
+ * context current again; only a program that unsets the context through
+ * the driver API and reads it back through the driver API can tell. The
+ * launch path (launch.h) has always relied on the driver's answer alone.
+ *
+ *   bool known;
+ *   CUDAEV_CTX_HOT_OR_RETURN(known);
+ *   ...argument checks...
+ *   CUresult r = driver call;
+ *   CUDAEV_CTX_HOT_RETRY(known, r, driver call);
+ */
+static inline bool cudaev__ctx_known(void) {
+  return CUDAEV_LIKELY(cudaev__thread.ctx != NULL &&
+                       cudaev__thread.reset_gen ==
+                           atomic_load_explicit(&cudaev__rt.reset_gen, memory_order_relaxed));
+}
+#define CUDAEV_CTX_HOT_OR_RETURN(known)   \
+  do {                                    \
+    (known) = cudaev__ctx_known();        \
+    if (!(known)) CUDAEV_CTX_OR_RETURN(); \
+  } while (0)
+#define CUDAEV_CTX_HOT_RETRY(known, r, call)                                    \
+  do {                                                                          \
+    if (CUDAEV_UNLIKELY((known) && ((r) == CUDA_ERROR_INVALID_CONTEXT ||        \
+                                    (r) == CUDA_ERROR_CONTEXT_IS_DESTROYED))) { \
+      cudaev__thread.ctx = NULL;                                                \
+      CUDAEV_CTX_OR_RETURN();                                                   \
+      (r) = (call);                                                             \
+    }                                                                           \
   } while (0)
 
 /* Valid ordinal check against the initialised device count. */

@@ -10,11 +10,15 @@
  * match the pointers is then judged by the driver exactly as under NVIDIA's
  * runtime. The synchronisation rules of the runtime's "API synchronization
  * behavior" page are the driver's rules for the same calls, so nothing is
- * added around them. */
+ * added around them, except for large copies between pageable host memory
+ * and device memory: those go through the pinned staging ring
+ * (src/staging.h), which keeps the same rules at several times the
+ * driver's bandwidth. */
 #include "internal.h"
 #include "handle.h"
 #include "hostpool.h"
 #include "memory.h"
+#include "staging.h"
 
 /* ---- allocation ---------------------------------------------------------- */
 
@@ -143,6 +147,11 @@ static cudaError_t memcpy_sync(void *dst, const void *src, size_t count, enum cu
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
   CUdeviceptr d = (CUdeviceptr)dst, s = (CUdeviceptr)src;
   CUresult r;
+  if (count > CUDAEV_STAGING_MIN && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyHostToHost &&
+      cudaev__staged_copy(dst, src, count, kind,
+                          per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY, true, &r))
+    return cudaev__ret_cu(r);
   switch (kind) {
   case cudaMemcpyHostToDevice:
     r = per_thread ? cudaev__drv.cuMemcpyHtoD_ptds(d, src, count)
@@ -171,26 +180,37 @@ cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaM
   return memcpy_sync(dst, src, count, kind, true);
 }
 
-/* The enqueue hot path: one context check, one destroyed-stream check (an
- * atomic load), one switch, one driver call. Size 0 is checked before the
- * kind, as in memcpy_sync. */
+static inline CUresult memcpy_async_drv(void *dst, const void *src, size_t count,
+                                        enum cudaMemcpyKind kind, CUstream st) {
+  CUdeviceptr d = (CUdeviceptr)dst, s = (CUdeviceptr)src;
+  switch (kind) {
+  case cudaMemcpyHostToDevice: return cudaev__drv.cuMemcpyHtoDAsync(d, src, count, st);
+  case cudaMemcpyDeviceToHost: return cudaev__drv.cuMemcpyDtoHAsync(dst, s, count, st);
+  case cudaMemcpyDeviceToDevice: return cudaev__drv.cuMemcpyDtoDAsync(d, s, count, st);
+  default: return cudaev__drv.cuMemcpyAsync(d, s, count, st);
+  }
+}
+
+/* The enqueue hot path: the context check of the hot paths (internal.h),
+ * one destroyed-stream check (an atomic load), one switch, one driver
+ * call. Size 0 is checked before the kind, as in memcpy_sync. Large copies
+ * may go through the staging ring. */
 static inline cudaError_t memcpy_async(void *dst, const void *src, size_t count,
                                        enum cudaMemcpyKind kind, cudaStream_t stream,
                                        bool per_thread) {
-  CUDAEV_CTX_OR_RETURN();
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
   CUDAEV_LIVE_OR_RETURN(stream);
   if (CUDAEV_UNLIKELY(count == 0)) return cudaSuccess;
   if (CUDAEV_UNLIKELY((unsigned)kind > (unsigned)cudaMemcpyDefault))
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
   CUstream st = cudaev__stream(stream, per_thread);
-  CUdeviceptr d = (CUdeviceptr)dst, s = (CUdeviceptr)src;
   CUresult r;
-  switch (kind) {
-  case cudaMemcpyHostToDevice: r = cudaev__drv.cuMemcpyHtoDAsync(d, src, count, st); break;
-  case cudaMemcpyDeviceToHost: r = cudaev__drv.cuMemcpyDtoHAsync(dst, s, count, st); break;
-  case cudaMemcpyDeviceToDevice: r = cudaev__drv.cuMemcpyDtoDAsync(d, s, count, st); break;
-  default: r = cudaev__drv.cuMemcpyAsync(d, s, count, st); break;
-  }
+  if (CUDAEV_UNLIKELY(count > CUDAEV_STAGING_MIN) && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyHostToHost && cudaev__staged_copy(dst, src, count, kind, st, false, &r))
+    return cudaev__ret_cu(r);
+  r = memcpy_async_drv(dst, src, count, kind, st);
+  CUDAEV_CTX_HOT_RETRY(known, r, memcpy_async_drv(dst, src, count, kind, st));
   return cudaev__ret_cu(r);
 }
 
@@ -218,10 +238,14 @@ cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count) {
 
 static inline cudaError_t memset_async(void *devPtr, int value, size_t count, cudaStream_t stream,
                                        bool per_thread) {
-  CUDAEV_CTX_OR_RETURN();
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
   CUDAEV_LIVE_OR_RETURN(stream);
-  return cudaev__ret_cu(cudaev__drv.cuMemsetD8Async((CUdeviceptr)devPtr, (unsigned char)value,
-                                                    count, cudaev__stream(stream, per_thread)));
+  CUstream st = cudaev__stream(stream, per_thread);
+  CUresult r = cudaev__drv.cuMemsetD8Async((CUdeviceptr)devPtr, (unsigned char)value, count, st);
+  CUDAEV_CTX_HOT_RETRY(
+      known, r, cudaev__drv.cuMemsetD8Async((CUdeviceptr)devPtr, (unsigned char)value, count, st));
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {

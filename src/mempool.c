@@ -20,10 +20,13 @@ CUDAEV_DECLARE_VARIANT(cudaMallocFromPoolAsync, _ptsz);
 
 static inline cudaError_t malloc_async(void **devPtr, size_t size, cudaStream_t stream,
                                        bool per_thread) {
-  CUDAEV_CTX_OR_RETURN();
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
   CUDAEV_LIVE_OR_RETURN(stream);
-  return cudaev__ret_cu(
-      cudaev__drv.cuMemAllocAsync((CUdeviceptr *)devPtr, size, cudaev__stream(stream, per_thread)));
+  CUstream st = cudaev__stream(stream, per_thread);
+  CUresult r = cudaev__drv.cuMemAllocAsync((CUdeviceptr *)devPtr, size, st);
+  CUDAEV_CTX_HOT_RETRY(known, r, cudaev__drv.cuMemAllocAsync((CUdeviceptr *)devPtr, size, st));
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
@@ -35,10 +38,13 @@ cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStrea
 }
 
 static inline cudaError_t free_async(void *devPtr, cudaStream_t stream, bool per_thread) {
-  CUDAEV_CTX_OR_RETURN();
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
   CUDAEV_LIVE_OR_RETURN(stream);
-  return cudaev__ret_cu(
-      cudaev__drv.cuMemFreeAsync((CUdeviceptr)devPtr, cudaev__stream(stream, per_thread)));
+  CUstream st = cudaev__stream(stream, per_thread);
+  CUresult r = cudaev__drv.cuMemFreeAsync((CUdeviceptr)devPtr, st);
+  CUDAEV_CTX_HOT_RETRY(known, r, cudaev__drv.cuMemFreeAsync((CUdeviceptr)devPtr, st));
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {

@@ -134,6 +134,7 @@ static cudaError_t ctx_check(void) {
  * device refuses a new context every call asks again, as with NVIDIA's
  * runtime. */
 cudaError_t cudaev__ctx_slow(void) {
+  cudaev__thread.ctx = NULL;
   unsigned gen = atomic_load_explicit(&cudaev__rt.reset_gen, memory_order_relaxed);
   cudaError_t e = ctx_check();
   if (e == cudaSuccess) cudaev__thread.reset_gen = gen;

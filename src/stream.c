@@ -18,6 +18,7 @@
 
 #include "handle.h"
 #include "stream.h"
+#include "wait.h"
 
 /* The runtime and driver attribute unions, their ids, and the enums inside
  * them are the same ABI (abi_asserts.c); the translation relies on it. */
@@ -79,28 +80,45 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 /* Each function below is written once, taking `per_thread`; the base
  * export and its _ptsz twin call it. */
 static inline cudaError_t query_impl(cudaStream_t s, bool pt) {
-  CUDAEV_CTX_OR_RETURN();
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
   CUDAEV_LIVE_OR_RETURN(s);
-  return cudaev__ret_cu(cudaev__drv.cuStreamQuery(cudaev__stream(s, pt)));
+  CUresult r = cudaev__drv.cuStreamQuery(cudaev__stream(s, pt));
+  CUDAEV_CTX_HOT_RETRY(known, r, cudaev__drv.cuStreamQuery(cudaev__stream(s, pt)));
+  return cudaev__ret_cu(r);
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamQuery, _ptsz);
 cudaError_t cudaStreamQuery(cudaStream_t stream) { return query_impl(stream, false); }
 cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) { return query_impl(stream, true); }
 
+/* Under blocking-sync scheduling wait.h spins briefly before the driver's
+ * blocking wait. */
+static CUresult stream_sync(CUstream s) {
+  if (CUDAEV_UNLIKELY(cudaev__ctx_blocking())) return cudaev__wait_stream(s);
+  return cudaev__drv.cuStreamSynchronize(s);
+}
+
 static inline cudaError_t sync_impl(cudaStream_t s, bool pt) {
-  CUDAEV_CTX_OR_RETURN();
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
   CUDAEV_LIVE_OR_RETURN(s);
-  return cudaev__ret_cu(cudaev__drv.cuStreamSynchronize(cudaev__stream(s, pt)));
+  CUresult r = stream_sync(cudaev__stream(s, pt));
+  CUDAEV_CTX_HOT_RETRY(known, r, stream_sync(cudaev__stream(s, pt)));
+  return cudaev__ret_cu(r);
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamSynchronize, _ptsz);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return sync_impl(stream, false); }
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) { return sync_impl(stream, true); }
 
 static inline cudaError_t wait_event_impl(cudaStream_t s, cudaEvent_t e, unsigned flags, bool pt) {
-  CUDAEV_CTX_OR_RETURN();
+  bool known;
+  CUDAEV_CTX_HOT_OR_RETURN(known);
   CUDAEV_LIVE_OR_RETURN(s);
   CUDAEV_LIVE_OR_RETURN(e);
-  return cudaev__ret_cu(cudaev__drv.cuStreamWaitEvent(cudaev__stream(s, pt), (CUevent)e, flags));
+  CUresult r = cudaev__drv.cuStreamWaitEvent(cudaev__stream(s, pt), (CUevent)e, flags);
+  CUDAEV_CTX_HOT_RETRY(known, r,
+                       cudaev__drv.cuStreamWaitEvent(cudaev__stream(s, pt), (CUevent)e, flags));
+  return cudaev__ret_cu(r);
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamWaitEvent, _ptsz);
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {

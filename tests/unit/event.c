@@ -169,3 +169,46 @@ Test(event, destroyed_events_are_refused_before_the_driver) {
   cr_expect_eq(cudaEventRecord((cudaEvent_t)(uintptr_t)0xe1, s), cudaSuccess);
   cr_expect_eq(recorded_on, (CUstream)s);
 }
+
+/* The hot paths skip cuCtxGetCurrent once the thread has a context
+ * (internal.h); when the application unsets it through the driver API, the
+ * driver's INVALID_CONTEXT sends the call through the context check, which
+ * makes the primary context current again, and the driver once more. */
+static int ctx_gets, records_refused;
+static CUresult counting_ctx_get_current(CUcontext *c) {
+  ctx_gets++;
+  return fake_ctx_get_current(c);
+}
+static CUresult record_needs_ctx(CUevent e, CUstream s) {
+  CUcontext c = NULL;
+  fake_ctx_get_current(&c);
+  if (c == NULL) {
+    records_refused++;
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  return fake_record(e, s);
+}
+
+Test(event, hot_path_checks_the_context_once_and_again_when_it_is_gone) {
+  static struct cudaev_driver fake;
+  fake_driver_base(&fake);
+  fake.cuCtxGetCurrent = counting_ctx_get_current;
+  fake.cuEventRecord = record_needs_ctx;
+  cudaev__driver_install(&fake, 13000);
+  cudaEvent_t e = (cudaEvent_t)(uintptr_t)0xe0;
+  /* The first call makes the primary context current, the second finds
+   * it current and remembers it. */
+  cr_assert_eq(cudaEventRecord(e, NULL), cudaSuccess);
+  cr_assert_eq(cudaEventRecord(e, NULL), cudaSuccess);
+  int first = ctx_gets;
+  cr_expect_gt(first, 0, "the first calls on a thread check");
+  for (int i = 0; i < 10; i++) cr_assert_eq(cudaEventRecord(e, NULL), cudaSuccess);
+  cr_expect_eq(ctx_gets, first, "later calls do not ask the driver");
+  fake_ctx_set_current(NULL); /* cuCtxSetCurrent(NULL) by the application */
+  cr_expect_eq(cudaEventRecord(e, NULL), cudaSuccess);
+  cr_expect_eq(records_refused, 1);
+  CUcontext c = NULL;
+  fake_ctx_get_current(&c);
+  cr_expect_neq(c, NULL, "the primary context is current again");
+  cr_expect_eq(cudaGetLastError(), cudaSuccess);
+}
