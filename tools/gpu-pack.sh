@@ -13,8 +13,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${1:-build}
 rm -rf .gpu && mkdir -p .gpu
 mkdir -p .gpu/build
+# The unit suite's programs (CPU only, each with the runtime linked in) and
+# generated sources stay here: the device tool carries at most 64 MiB.
 tar -C "$build" --exclude '*.p' --exclude '*.a' --exclude 'meson-private' --exclude '*-logs' \
-  --exclude 'old-glibc' -cf - . | tar -C .gpu/build -xf -
+  --exclude 'old-glibc' --exclude './tests/unit/unit-*' --exclude '*.c' --exclude 'logs' \
+  -cf - . | tar -C .gpu/build -xf -
 find .gpu/build -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q ^ELF && strip --strip-debug "$1"' _ {} \;
 strip --strip-debug .gpu/build/libcudart.so.13.0.0
 git describe --always --dirty >.gpu/commit 2>/dev/null || true
