@@ -361,8 +361,16 @@ bool cudaev__staged_copy(void *dst, const void *src, size_t count, enum cudaMemc
     pthread_mutex_unlock(&g->lock);
     return false;
   }
+  /* The ring's event waits are calls a stream capture in global mode (on
+   * this thread or another) forbids; the copy itself is not part of any
+   * capture (ring_device refused a capturing stream), and NVIDIA's runtime
+   * copies pageable memory during such a capture: relaxed mode is
+   * borrowed for the copy, as for the buffers. */
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool swapped = cudaev__drv.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
   *r = to_device ? h2d(g, nslots, (CUdeviceptr)dst, src, count, st, sync)
                  : d2h(g, nslots, dst, (CUdeviceptr)src, count, st);
+  if (swapped) cudaev__drv.cuThreadExchangeStreamCaptureMode(&mode);
   pthread_mutex_unlock(&g->lock);
   return true;
 }
