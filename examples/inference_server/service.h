@@ -114,10 +114,11 @@ struct request {
   int fault; /* X-Inject-Fault: 1 (with --fault-injection) */
   int suspended;
   int expired; /* the deadline passed while the body arrived */
+  int parsed;  /* `in` holds the body's values (parsed as it arrived) */
   char *body;
   size_t len, cap;
   size_t received;     /* body bytes seen, kept or not */
-  float *in;           /* model inputs once parsed */
+  float *in;           /* model inputs (POST /v1/infer: after the struct) */
   uint64_t arrival_ns; /* headers read: the deadline counts from here */
   uint64_t queued_ns;  /* body parsed, in the batch queue: the window counts from here */
   ev_timer deadline;
