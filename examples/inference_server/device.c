@@ -166,7 +166,9 @@ static void on_recover(struct ev_loop *evl, ev_timer *w, int revents) {
   } else {
     fprintf(stderr, "%s: device %d could not be reopened: %s; %d device(s) left\n", s->cfg->prog,
             dev->ordinal, why, devices_up(s));
-    if (devices_up(s) == 0) batch_fail_queued(s, 503, "no device is serving");
+    char line[160];
+    snprintf(line, sizeof line, "device %d: %.140s", dev->ordinal, why);
+    server_restart(s, line);
   }
   batch_dispatch(s);
   http_kick(s);

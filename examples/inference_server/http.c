@@ -15,9 +15,11 @@
  * connection's con_cls) so that the drain can count what is still open:
  * MHD's request-completed callback frees it. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,8 +167,12 @@ static void on_deadline(struct ev_loop *evl, ev_timer *w, int revents) {
 
 static enum MHD_Result serve_health(struct request *r) {
   struct server *s = r->srv;
-  if (s->draining) return reply(r, 503, "draining");
+  if (s->draining) return reply(r, 503, "%s", s->restarting ? "restarting" : "draining");
   if (devices_up(s) == 0) return reply(r, 503, "no device is serving");
+  if (s->restarts)
+    return reply(
+        r, 200, "ok; restarted %llu time%s after a device fault the reset did not clear (last: %s)",
+        s->restarts, s->restarts == 1 ? "" : "s", s->restart_why);
   return reply(r, 200, "ok");
 }
 
@@ -183,11 +189,14 @@ static enum MHD_Result serve_metrics(struct request *r) {
             "# TYPE infer_loop_iterations_total counter\ninfer_loop_iterations_total %u\n"
             "# TYPE infer_loop_thread_cpu_seconds_total counter\n"
             "infer_loop_thread_cpu_seconds_total %.6f\n"
-            "# TYPE infer_http_connections gauge\ninfer_http_connections %u\n",
+            "# TYPE infer_http_connections gauge\ninfer_http_connections %u\n"
+            "# HELP infer_process_restarts_total Re-execs after a device fault its reset did not "
+            "clear.\n# TYPE infer_process_restarts_total counter\n"
+            "infer_process_restarts_total %llu\n",
             ev_iteration(s->evl),
             (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                 (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6,
-            http_connections(s));
+            http_connections(s), s->restarts);
   if (b.oom) {
     sb_free(&b);
     return reply(r, 500, "out of memory");
@@ -217,7 +226,7 @@ static enum MHD_Result start_infer(struct request *r) {
   const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Type");
   const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
   enum body_kind kind = parse_content_type(ct);
-  if (s->draining) return reply(r, 503, "shutting down");
+  if (s->draining) return reply(r, 503, "%s", server_drain_reason(s));
   if (kind == BODY_UNSUPPORTED)
     return reply(r, 415,
                  "unsupported Content-Type '%.100s': use application/json or "
@@ -232,7 +241,10 @@ static enum MHD_Result start_infer(struct request *r) {
   }
   if (s->cfg->fault_injection) {
     const char *fault = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Inject-Fault");
-    r->fault = fault && strcmp(fault, "1") == 0;
+    r->fault = fault == NULL                  ? 0
+               : strcmp(fault, "1") == 0      ? FAULT_DEVICE
+               : strcmp(fault, "sticky") == 0 ? FAULT_DEVICE | FAULT_STICKY
+                                              : 0;
   }
   return MHD_YES;
 }
@@ -446,12 +458,32 @@ int http_start(struct server *s, char *err, size_t errlen) {
     return -1;
   }
   s->http = h;
+  /* A re-exec'd service gets its predecessor's listening socket, with the
+   * connections waiting in its backlog; it is close-on-exec again at once. */
+  int inherited = -1;
+  const char *env = getenv("INFER_LISTEN_FD");
+  if (env) {
+    inherited = atoi(env);
+    unsetenv("INFER_LISTEN_FD");
+    if (inherited < 3 || fcntl(inherited, F_SETFD, FD_CLOEXEC) != 0) {
+      snprintf(err, errlen, "INFER_LISTEN_FD=%s: not an open socket", env);
+      s->http = NULL;
+      free(h);
+      return -1;
+    }
+    fcntl(inherited, F_SETFL, fcntl(inherited, F_GETFL) | O_NONBLOCK);
+  }
+  struct MHD_OptionItem where[] = {
+      inherited >= 0 ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, inherited, NULL}
+                     : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr},
+      {MHD_OPTION_END, 0, NULL},
+  };
   /* External polling through MHD's epoll fd; suspend/resume (which brings
    * the ITC that resumes and quiesce use); turbo: fewer syscalls per
    * request, fine on loopback and behind a proxy. */
   h->d = MHD_start_daemon(
       MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_TURBO,
-      (uint16_t)s->cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &addr,
+      (uint16_t)s->cfg->port, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, where,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
       MHD_OPTION_CONNECTION_LIMIT, s->cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
       s->cfg->connection_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
@@ -466,6 +498,12 @@ int http_start(struct server *s, char *err, size_t errlen) {
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
   const union MHD_DaemonInfo *port = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
   h->port = port ? port->port : s->cfg->port;
+  if (inherited >= 0) {
+    struct sockaddr_in bound;
+    socklen_t blen = sizeof bound;
+    if (getsockname(inherited, (struct sockaddr *)&bound, &blen) == 0)
+      h->port = ntohs(bound.sin_port);
+  }
   ev_io_init(&h->io, on_io, info->epoll_fd, EV_READ);
   ev_prepare_init(&h->prepare, on_prepare);
   ev_init(&h->timer, on_timer);
@@ -479,9 +517,13 @@ int http_port(struct server *s) { return s->http->port; }
 
 unsigned http_connections(struct server *s) { return s->http->nconn; }
 
-void http_quiesce(struct server *s) {
+void http_quiesce(struct server *s, int keep) {
   MHD_socket fd = MHD_quiesce_daemon(s->http->d);
-  if (fd != MHD_INVALID_SOCKET) close(fd);
+  if (fd == MHD_INVALID_SOCKET) return;
+  if (keep)
+    s->listen_fd = fd; /* connections wait in its backlog for the next process */
+  else
+    close(fd);
 }
 
 void http_stop(struct server *s) {

@@ -44,7 +44,7 @@ struct slot {
   int index;
   float *in, *out; /* cap rows of inputs / outputs (the backend's staging) */
   int n;           /* rows in the batch in flight */
-  int fault;       /* test only: this batch faults the device */
+  int fault;       /* test only: FAULT_* bits, this batch faults the device */
   uint64_t batch_id;
   uint64_t submitted_ns;
   struct request **req; /* [cap]; NULL where a request already left */
@@ -76,6 +76,13 @@ struct device {
 /* A model step: what runs a batch. The GPU backend (cuBLAS + our kernel,
  * a stream future per batch) and the CPU backend (the reference MLP on a
  * worker thread per device, a promise per batch) fill the same slots. */
+/* X-Inject-Fault values (with --fault-injection). */
+enum {
+  FAULT_DEVICE = 1, /* "1": the batch faults the device (a reset recovers it) */
+  FAULT_STICKY = 2, /* "sticky", cpu backend: the device stays unavailable after
+                     * its reset, until the process is replaced */
+};
+
 struct backend_ops {
   const char *name;
   /* The devices to use: fills ordinals (at most max). Returns how many,
@@ -154,6 +161,10 @@ struct server {
   unsigned spin_us;               /* what the device loops may spin now */
   unsigned quiet_spin_us;         /* ... when HTTP is quiet (--loop-spin-us) */
   int draining;
+  int restarting;              /* the drain ends in a re-exec (a device stayed unavailable) */
+  int listen_fd;               /* kept across the re-exec; -1 until the drain takes it from MHD */
+  unsigned long long restarts; /* re-execs so far, carried in the environment */
+  char restart_why[160];       /* the last one's reason */
   int exit_code;
   size_t max_body;
   unsigned long long ev_iterations_at_start;
@@ -191,8 +202,9 @@ int http_start(struct server *s, char *err, size_t errlen);
 int http_port(struct server *s);
 /* Runs MHD now if a connection was resumed since it last ran. */
 void http_kick(struct server *s);
-/* Stops accepting connections (drain). */
-void http_quiesce(struct server *s);
+/* Stops accepting connections (drain). With `keep`, the listening socket
+ * stays open in s->listen_fd (for the re-exec), else it is closed. */
+void http_quiesce(struct server *s, int keep);
 void http_stop(struct server *s);
 unsigned http_connections(struct server *s);
 /* Answers r with the model's output row `out`. */
@@ -206,5 +218,10 @@ void server_check_drained(struct server *s);
 /* Runs after each cudaev_loop_process (evdrive's hook): sends what a
  * freed slot allows, then lets MHD send the answers. */
 void server_after_process(void *arg);
+/* A device stayed unavailable after its reset: drain, then replace the
+ * process with a fresh one (exec) that inherits the listening socket. */
+void server_restart(struct server *s, const char *why);
+/* The one-line reason new requests get 503 while draining. */
+const char *server_drain_reason(const struct server *s);
 
 #endif

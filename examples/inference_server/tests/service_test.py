@@ -366,6 +366,87 @@ def t_fault(args):
         s.stop()
 
 
+def t_restart(args):
+    """A fault the device's reset does not clear (the stand-in's "sticky"):
+    503 for what it hit, a drain, an exec of the same process that keeps the
+    listening socket; clients connecting all along lose nothing, and the
+    new process serves correct answers and says what happened."""
+    with Server(args, ["--fault-injection", "--batch-window-us", "0", "--cpu-delay-us", "20000",
+                       "--cpu-devices", "2"]) as s:
+        pid = s.proc.pid
+        rng = random.Random(9)
+        x0 = rand_input(s.model, rng)
+        st, _, y, _, _ = s.infer(x0)
+        check(st == 200, "before the fault")
+        stop = threading.Event()
+        results, lock = [], threading.Lock()
+
+        def client(seed):
+            r = random.Random(seed)
+            while not stop.is_set():
+                x = rand_input(s.model, r)
+                try:
+                    st, _, y, body, _ = s.infer(x)  # a new connection each time
+                except (http.client.HTTPException, OSError) as e:
+                    st, y, body = None, None, repr(e).encode()
+                with lock:
+                    results.append((st, x, y, body))
+        ts = [threading.Thread(target=client, args=(i,)) for i in range(16)]
+        for t in ts:
+            t.start()
+        time.sleep(0.3)
+        st, _, _, body, _ = s.infer(x0, headers={"X-Inject-Fault": "sticky"})
+        check(st == 503 and b"failed" in body, f"the faulting request: {st} {body!r}")
+        # Connections made while the old process drains wait in the backlog
+        # of the listening socket the new process inherits.
+        t0 = time.monotonic()
+        while not any("restarting the process" in l for l in s.err):
+            check(time.monotonic() - t0 < 10 * SLOW, "no restart:\n" + s.log())
+            time.sleep(0.002)
+        backlog = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(20)]
+        body = json.dumps(x0).encode()
+        for k in backlog:
+            k.sendall(b"POST /v1/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        for k in backlog:
+            k.settimeout(30 * SLOW)
+            got = b""
+            while True:
+                b = k.recv(65536)
+                if not b:
+                    break
+                got += b
+            k.close()
+            check(got.startswith(b"HTTP/1.1 200") or b"restarting" in got,
+                  f"a connection made during the restart: {got[:200]!r}")
+            if got.startswith(b"HTTP/1.1 200"):
+                check_answer(s.model, x0, json.loads(got.partition(b"\r\n\r\n")[2]), "backlog")
+        time.sleep(0.5)
+        stop.set()
+        for t in ts:
+            t.join()
+        lost = [r for r in results if r[0] is None]
+        check(not lost, f"{len(lost)} of {len(results)} requests lost: {lost[0][3]!r}" if lost else "")
+        for st, x, y, body in results:
+            if st == 200:
+                check_answer(s.model, x, y, "around the restart")
+            else:
+                check(st == 503 and (b"failed" in body or b"restarting" in body),
+                      f"around the restart: {st} {body!r}")
+        served_after = sum(1 for r in results[-20:] if r[0] == 200)
+        check(served_after == 20, f"the last requests: {[r[0] for r in results[-20:]]}")
+        check(s.proc.pid == pid and s.proc.poll() is None, "the same process")
+        m = s.metrics()
+        check(m["infer_process_restarts_total"] == 1, "restart counted")
+        check(m["infer_device_resets_total"] == 1, "the reset before it counted")
+        st, _, hbody, _ = s.request("GET", "/health")
+        check(st == 200 and b"restarted 1 time" in hbody, f"/health: {hbody!r}")
+        print(f"# {len(results)} requests around the restart: "
+              f"{sum(1 for r in results if r[0] == 200)} x 200, "
+              f"{sum(1 for r in results if r[0] == 503)} x 503")
+        s.stop()
+
+
 def t_drain(args):
     """SIGTERM: no new connections, everything in flight answered, exit 0."""
     with Server(args, ["--cpu-delay-us", "300000", "--batch-window-us", "0", "--max-batch",
@@ -498,8 +579,8 @@ def t_gpu_soak(args):
 
 
 CPU_TESTS = [t_usage, t_weights, t_endpoints, t_bad_requests, t_batching, t_load,
-             t_multi_device, t_deadline, t_queue_full, t_fault, t_drain, t_drain_timeout,
-             t_limits]
+             t_multi_device, t_deadline, t_queue_full, t_fault, t_restart, t_drain,
+             t_drain_timeout, t_limits]
 TWIN_TESTS = [t_usage, t_endpoints, t_bad_requests, t_batching, t_load, t_multi_device, t_deadline,
               t_queue_full, t_fault, t_drain]
 GPU_TESTS = [t_endpoints, t_gpu_load, t_fault, t_gpu_soak, t_drain]
