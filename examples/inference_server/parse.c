@@ -47,52 +47,61 @@ static const char *scan_number(const char *p, const char *end) {
 }
 
 /* The parser's common case without strtof: significant digits w <= 2^24
- * and a power of ten |e| <= 10 are both exact in float (5^10 < 2^24), so one IEEE float multiplication or division is the
- * correctly rounded result, the same float strtof returns (Clinger's fast
- * path). Needs float arithmetic in float precision (FLT_EVAL_METHOD 0);
- * anything else goes to strtof. p..end is a valid JSON number. Returns 1
- * with *out set, or 0 for strtof to do it. */
-static int fast_strtof(const char *p, const char *end, float *out) {
+ * and a power of ten |e| <= 10 are both exact in float (5^10 < 2^24), so
+ * one IEEE float multiplication or division is the correctly rounded
+ * result, the same float strtof returns (Clinger's fast path). Needs float
+ * arithmetic in float precision (FLT_EVAL_METHOD 0). Scans the number as
+ * scan_number does (the same grammar) in the same pass. Returns the end of
+ * the number with *out set, or NULL for scan_number and strtof to do it. */
+static const char *fast_number(const char *p, const char *end, float *out) {
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
   static const float pow10f[] = {1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f};
   int neg = 0, digits = 0, e10 = 0;
   uint32_t w = 0;
-  if (*p == '-') neg = 1, p++;
-  for (; p < end && is_digit(*p); p++) {
-    if (w == 0 && *p == '0') continue; /* leading zeros are not significant */
-    if (++digits > 9) return 0;
-    w = w * 10 + (uint32_t)(*p - '0');
+  if (p < end && *p == '-') neg = 1, p++;
+  if (p == end || !is_digit(*p)) return NULL;
+  if (*p == '0') {
+    p++;
+  } else {
+    do {
+      if (++digits > 9) return NULL;
+      w = w * 10 + (uint32_t)(*p++ - '0');
+    } while (p < end && is_digit(*p));
   }
   if (p < end && *p == '.') {
-    for (p++; p < end && is_digit(*p); p++) {
+    if (++p == end || !is_digit(*p)) return NULL;
+    do {
       e10--;
-      if (w == 0 && *p == '0') continue;
-      if (++digits > 9) return 0;
-      w = w * 10 + (uint32_t)(*p - '0');
-    }
+      if (w != 0 || *p != '0') { /* leading zeros are not significant */
+        if (++digits > 9) return NULL;
+        w = w * 10 + (uint32_t)(*p - '0');
+      }
+      p++;
+    } while (p < end && is_digit(*p));
   }
-  if (p < end) { /* an exponent */
+  if (p < end && (*p == 'e' || *p == 'E')) {
     int eneg = 0, x = 0, xd = 0;
     p++;
-    if (*p == '+' || *p == '-') eneg = *p++ == '-';
-    for (; p < end; p++) {
-      if (++xd > 3) return 0;
-      x = x * 10 + (*p - '0');
-    }
+    if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
+    if (p == end || !is_digit(*p)) return NULL;
+    do {
+      if (++xd > 3) return NULL;
+      x = x * 10 + (*p++ - '0');
+    } while (p < end && is_digit(*p));
     e10 += eneg ? -x : x;
   }
   if (w == 0) {
     *out = neg ? -0.0f : 0.0f;
-    return 1;
+    return p;
   }
-  if (w > (1u << 24) || e10 < -10 || e10 > 10) return 0;
+  if (w > (1u << 24) || e10 < -10 || e10 > 10) return NULL;
   float v = (float)w;
   v = e10 < 0 ? v / pow10f[-e10] : v * pow10f[e10];
   *out = neg ? -v : v;
-  return 1;
+  return p;
 #else
   (void)p, (void)end, (void)out;
-  return 0;
+  return NULL;
 #endif
 }
 
@@ -216,33 +225,31 @@ int parse_json_floats(const char *s, size_t len, float *out, int n, char *err, s
     p++;
   } else {
     for (;;) {
-      const char *num_end = scan_number(p, end);
+      float v = 0;
+      const char *num_end = count < n ? fast_number(p, end, &v) : NULL;
+      int slow = num_end == NULL;
+      if (slow) num_end = scan_number(p, end);
       if (num_end == NULL) {
         snprintf(err, errlen, "bad JSON at byte %zu: want a number", (size_t)(p - s));
         return -1;
       }
-      if (count < n) {
-        float v;
+      if (slow && count < n) {
         char tmp[64];
         size_t l = (size_t)(num_end - p);
         if (l >= sizeof tmp) {
           snprintf(err, errlen, "bad JSON at byte %zu: number too long", (size_t)(p - s));
           return -1;
         }
-        if (!fast_strtof(p, num_end, &v)) {
-          /* strtof needs a terminated string: numbers are short, copy one. */
-          memcpy(tmp, p, l);
-          tmp[l] = 0;
-          v = strtof(tmp, NULL);
-        }
+        /* strtof needs a terminated string: numbers are short, copy one. */
+        memcpy(tmp, p, l);
+        tmp[l] = 0;
+        v = strtof(tmp, NULL);
         if (!isfinite(v)) {
-          memcpy(tmp, p, l);
-          tmp[l] = 0;
           snprintf(err, errlen, "number %d (%s) is out of float32 range", count, tmp);
           return -1;
         }
-        out[count] = v;
       }
+      if (count < n) out[count] = v;
       count++;
       p = num_end;
       while (p < end && is_ws(*p)) p++;
