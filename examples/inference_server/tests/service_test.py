@@ -657,7 +657,10 @@ def t_soak_faults(args):
         rss = [x[1] for x in samples]
         print(f"# {secs:.0f} s: {stats}; RSS {min(rss) / 2**20:.1f}-{max(rss) / 2**20:.1f} MiB "
               f"after the restart; fds {[x[2] for x in samples]}")
-        check(max(rss) - min(rss) <= max(8 * 2**20, 0.05 * min(rss)), "RSS flat")
+        # Sanitizers keep freed memory in quarantine (ASan: up to 256 MiB),
+        # so RSS says nothing about leaks there; fds still do.
+        if SLOW == 1:
+            check(max(rss) - min(rss) <= max(8 * 2**20, 0.05 * min(rss)), "RSS flat")
         check(stats["200"] > 10 * secs, f"too few answers: {stats}")
         # Every client gone: the fds are what they were at the start.
         t1 = time.monotonic()
