@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "parse.h"
@@ -49,7 +49,7 @@ struct http {
   ev_timer timer;
   int kicked;
   int port;
-  unsigned nconn; /* open connections (MHD's connection notifications) */
+  atomic_uint nconn; /* open connections (MHD's notifications; /metrics on any thread) */
 };
 
 static struct MHD_Response *text_response(const char *text, int close) {
@@ -71,7 +71,8 @@ static void answer(struct request *r, unsigned status, struct MHD_Response *resp
   r->status = status;
   r->response = resp;
   r->state = RQ_ANSWERED;
-  metrics_request(&s->metrics, status, now_ns() - r->arrival_ns);
+  metrics_request(s->metrics, status, now_ns() - r->arrival_ns);
+  atomic_fetch_add_explicit(&s->answers, 1, memory_order_relaxed);
   if (r->suspended) {
     r->suspended = 0;
     MHD_resume_connection(r->conn);
@@ -179,24 +180,40 @@ static enum MHD_Result serve_health(struct request *r) {
 static enum MHD_Result serve_metrics(struct request *r) {
   struct server *s = r->srv;
   struct strbuf b = {0};
-  struct rusage ru;
-  metrics_render(&s->metrics, &b);
+  int nt = s->cfg->loop_threads;
+  metrics_render(s->metrics, &b);
   devices_metrics(s, &b);
-  getrusage(RUSAGE_THREAD, &ru); /* this is the loop thread */
+  /* Sums over the loop threads, from what each publishes: its counters
+   * (atomics) and its CPU clock. */
+  double cpu = 0;
+  unsigned long long iterations = 0;
+  unsigned conns = 0;
+  for (int i = 0; i < nt; i++) {
+    struct server *p = &s->peers[i];
+    clockid_t clk;
+    struct timespec ts;
+    if (pthread_getcpuclockid(p->tid, &clk) == 0 && clock_gettime(clk, &ts) == 0)
+      cpu += (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    iterations += atomic_load_explicit(&p->iterations, memory_order_relaxed);
+    conns += http_connections(p);
+  }
+  sb_printf(&b,
+            "# HELP infer_loop_thread_answers_total Answers made by each loop thread.\n"
+            "# TYPE infer_loop_thread_answers_total counter\n");
+  for (int i = 0; i < nt; i++)
+    sb_printf(&b, "infer_loop_thread_answers_total{thread=\"%d\"} %llu\n", i,
+              (unsigned long long)atomic_load_explicit(&s->peers[i].answers, memory_order_relaxed));
   sb_printf(&b,
             "# HELP infer_loop_threads Threads running the event loop (HTTP, batching, GPU "
-            "completions).\n# TYPE infer_loop_threads gauge\ninfer_loop_threads 1\n"
-            "# TYPE infer_loop_iterations_total counter\ninfer_loop_iterations_total %u\n"
+            "completions).\n# TYPE infer_loop_threads gauge\ninfer_loop_threads %d\n"
+            "# TYPE infer_loop_iterations_total counter\ninfer_loop_iterations_total %llu\n"
             "# TYPE infer_loop_thread_cpu_seconds_total counter\n"
             "infer_loop_thread_cpu_seconds_total %.6f\n"
             "# TYPE infer_http_connections gauge\ninfer_http_connections %u\n"
             "# HELP infer_process_restarts_total Re-execs after a device fault its reset did not "
             "clear.\n# TYPE infer_process_restarts_total counter\n"
             "infer_process_restarts_total %llu\n",
-            ev_iteration(s->evl),
-            (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6,
-            http_connections(s), s->restarts);
+            nt, iterations, cpu, conns, s->restarts);
   if (b.oom) {
     sb_free(&b);
     return reply(r, 500, "out of memory");
@@ -353,7 +370,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     r->deadline.data = r;
     ev_timer_start(s->evl, &r->deadline);
     *con_cls = r;
-    atomic_fetch_add(&s->metrics.active_requests, 1);
+    atomic_fetch_add(&s->metrics->active_requests, 1);
+    s->active++;
     r->route = strcmp(url, "/v1/infer") == 0  ? ROUTE_INFER
                : strcmp(url, "/health") == 0  ? ROUTE_HEALTH
                : strcmp(url, "/metrics") == 0 ? ROUTE_METRICS
@@ -388,20 +406,23 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   free(r->body);
   free(r);
   *con_cls = NULL;
-  atomic_fetch_sub(&s->metrics.active_requests, 1);
+  atomic_fetch_sub(&s->metrics->active_requests, 1);
+  s->active--;
   server_check_drained(s);
 }
 
 static void run_mhd(struct server *s) {
   struct http *h = s->http;
-  unsigned before = h->nconn;
+  unsigned before = atomic_load_explicit(&h->nconn, memory_order_relaxed);
   h->kicked = 0;
   MHD_run(h->d);
   /* At the connection limit MHD takes its listening socket out of its epoll
    * set and puts it back at the start of a later MHD_run. When connections
    * end inside this run (idle timeouts) nothing else may wake the loop for
    * that later run, so it happens now. */
-  if (before >= s->cfg->max_connections && h->nconn < before) MHD_run(h->d);
+  if (before >= s->cfg->max_connections &&
+      atomic_load_explicit(&h->nconn, memory_order_relaxed) < before)
+    MHD_run(h->d);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
@@ -409,9 +430,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
   struct server *s = cls;
   (void)conn, (void)socket_ctx;
   if (code == MHD_CONNECTION_NOTIFY_STARTED)
-    s->http->nconn++;
+    atomic_fetch_add_explicit(&s->http->nconn, 1, memory_order_relaxed);
   else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
-    s->http->nconn--;
+    atomic_fetch_sub_explicit(&s->http->nconn, 1, memory_order_relaxed);
 }
 
 static void on_io(struct ev_loop *evl, ev_io *w, int revents) {
@@ -445,13 +466,13 @@ void http_kick(struct server *s) {
   if (s->http && s->http->kicked) run_mhd(s);
 }
 
-int http_start(struct server *s, char *err, size_t errlen) {
+int http_start(struct server *s, int port, char *err, size_t errlen) {
   struct http *h = calloc(1, sizeof *h);
   if (h == NULL) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->cfg->port)};
+  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   if (inet_pton(AF_INET, s->cfg->host, &addr.sin_addr) != 1) {
     snprintf(err, errlen, "--listen: '%s' is not an IPv4 address", s->cfg->host);
     free(h);
@@ -460,13 +481,10 @@ int http_start(struct server *s, char *err, size_t errlen) {
   s->http = h;
   /* A re-exec'd service gets its predecessor's listening socket, with the
    * connections waiting in its backlog; it is close-on-exec again at once. */
-  int inherited = -1;
-  const char *env = getenv("INFER_LISTEN_FD");
-  if (env) {
-    inherited = atoi(env);
-    unsetenv("INFER_LISTEN_FD");
+  int inherited = s->inherit_fd;
+  if (inherited >= 0) {
     if (inherited < 3 || fcntl(inherited, F_SETFD, FD_CLOEXEC) != 0) {
-      snprintf(err, errlen, "INFER_LISTEN_FD=%s: not an open socket", env);
+      snprintf(err, errlen, "INFER_LISTEN_FD: %d is not an open socket", inherited);
       s->http = NULL;
       free(h);
       return -1;
@@ -476,6 +494,9 @@ int http_start(struct server *s, char *err, size_t errlen) {
   struct MHD_OptionItem where[] = {
       inherited >= 0 ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, inherited, NULL}
                      : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr},
+      /* Several loop threads: one listening socket each on the same port,
+       * the kernel spreads the connections (SO_REUSEPORT). */
+      {s->cfg->loop_threads > 1 ? MHD_OPTION_LISTENING_ADDRESS_REUSE : MHD_OPTION_END, 1, NULL},
       {MHD_OPTION_END, 0, NULL},
   };
   /* External polling through MHD's epoll fd; suspend/resume (which brings
@@ -490,19 +511,18 @@ int http_start(struct server *s, char *err, size_t errlen) {
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_END);
   if (h->d == NULL) {
     snprintf(err, errlen, "cannot listen on %s:%d (libmicrohttpd says why above)", s->cfg->host,
-             s->cfg->port);
+             port);
     s->http = NULL;
     free(h);
     return -1;
   }
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
-  const union MHD_DaemonInfo *port = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-  h->port = port ? port->port : s->cfg->port;
+  const union MHD_DaemonInfo *bound = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+  h->port = bound ? bound->port : port;
   if (inherited >= 0) {
-    struct sockaddr_in bound;
-    socklen_t blen = sizeof bound;
-    if (getsockname(inherited, (struct sockaddr *)&bound, &blen) == 0)
-      h->port = ntohs(bound.sin_port);
+    struct sockaddr_in sa;
+    socklen_t blen = sizeof sa;
+    if (getsockname(inherited, (struct sockaddr *)&sa, &blen) == 0) h->port = ntohs(sa.sin_port);
   }
   ev_io_init(&h->io, on_io, info->epoll_fd, EV_READ);
   ev_prepare_init(&h->prepare, on_prepare);
@@ -515,7 +535,10 @@ int http_start(struct server *s, char *err, size_t errlen) {
 
 int http_port(struct server *s) { return s->http->port; }
 
-unsigned http_connections(struct server *s) { return s->http->nconn; }
+unsigned http_connections(struct server *s) {
+  /* s->http is set before the loop threads start and cleared after they end. */
+  return s->http ? atomic_load_explicit(&s->http->nconn, memory_order_relaxed) : 0;
+}
 
 void http_quiesce(struct server *s, int keep) {
   MHD_socket fd = MHD_quiesce_daemon(s->http->d);

@@ -26,6 +26,8 @@
 
 #include <cudaev.h>
 #include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -147,9 +149,20 @@ struct batcher {
 
 struct server {
   const struct config *cfg;
-  struct model model;
+  struct model model; /* shared by the loop threads (read only) */
   struct ev_loop *evl;
-  struct metrics metrics;
+  struct metrics *metrics; /* shared by the loop threads (atomics) */
+  int thread;              /* this loop thread's index; 0 runs on main() */
+  struct server *peers;    /* every loop thread's server, [cfg->loop_threads] */
+  long active;             /* this thread's requests not yet completed */
+  atomic_int asked;        /* ASK_* bits other threads left for this one */
+  ev_async ask;            /* ... and the wakeup that makes it look */
+  ev_timer drain_timer, restart_grace;
+  ev_prepare spin_policy;
+  unsigned long long spin_seen;      /* http_events at the last pass */
+  atomic_ullong iterations, answers; /* for /metrics, read by every thread */
+  pthread_t tid;
+  int inherit_fd; /* a predecessor's listening socket for this thread, or -1 */
   const struct backend_ops *be;
   struct device *dev;
   int ndev, rr;
@@ -197,7 +210,9 @@ void devices_metrics(struct server *s, struct strbuf *b);
 void devices_set_spin(struct server *s, unsigned us);
 
 /* http.c */
-int http_start(struct server *s, char *err, size_t errlen);
+/* Starts the HTTP daemon on `port` (0: any; several loop threads share one
+ * with SO_REUSEPORT), or on s->inherit_fd when that is set. */
+int http_start(struct server *s, int port, char *err, size_t errlen);
 /* The port actually bound. */
 int http_port(struct server *s);
 /* Runs MHD now if a connection was resumed since it last ran. */
@@ -206,6 +221,7 @@ void http_kick(struct server *s);
  * stays open in s->listen_fd (for the re-exec), else it is closed. */
 void http_quiesce(struct server *s, int keep);
 void http_stop(struct server *s);
+/* Open connections of this thread's daemon (any thread may ask). */
 unsigned http_connections(struct server *s);
 /* Answers r with the model's output row `out`. */
 void request_answer_result(struct request *r, const float *out, const struct slot *slot);

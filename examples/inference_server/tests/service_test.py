@@ -684,6 +684,44 @@ def t_soak_faults(args):
         s.stop()
 
 
+def t_loop_threads(args):
+    """--loop-threads 2: two complete servers on one port (SO_REUSEPORT),
+    both serving correct answers; a device fault restarts the process with
+    both listening sockets handed over; SIGTERM drains both."""
+    with Server(args, ["--loop-threads", "2", "--fault-injection", "--batch-window-us", "0"]) as s:
+        rng = random.Random(11)
+
+        def one(i):
+            x = rand_input(s.model, rng)
+            st, _, y, _, _ = s.infer(x)  # a connection each: the kernel spreads them
+            return x, st, y
+        with ThreadPoolExecutor(16) as ex:
+            res = list(ex.map(one, range(200)))
+        for x, st, y in res:
+            check(st == 200, f"answer: {st}")
+            check_answer(s.model, x, y, "two loop threads")
+        m = s.metrics()
+        check(m["infer_loop_threads"] == 2, "two loop threads in /metrics")
+        per = [m.get(f'infer_loop_thread_answers_total{{thread="{i}"}}', 0) for i in (0, 1)]
+        check(all(p > 0 for p in per), f"both threads answered: {per}")
+        check_cloexec(s.proc.pid, "two loop threads")
+        st, _, _, body, _ = s.infer([0.1] * s.model.inputs, headers={"X-Inject-Fault": "1"})
+        check(st == 503, f"the faulting request: {st} {body!r}")
+        t0 = time.monotonic()
+        while not any("restart 1 after" in l for l in s.out):
+            check(time.monotonic() - t0 < 20 * SLOW, "no restart\n" + s.log())
+            time.sleep(0.01)
+        with ThreadPoolExecutor(16) as ex:
+            res = list(ex.map(one, range(100)))
+        for x, st, y in res:
+            check(st == 200, f"after the restart: {st}")
+            check_answer(s.model, x, y, "after the restart")
+        m = s.metrics()
+        check(m["infer_process_restarts_total"] == 1 and m["infer_loop_threads"] == 2,
+              "restarted with two loop threads")
+        s.stop()
+
+
 def t_drain(args):
     """SIGTERM: no new connections, everything in flight answered, exit 0."""
     with Server(args, ["--cpu-delay-us", "300000", "--batch-window-us", "0", "--max-batch",
@@ -817,7 +855,7 @@ def t_gpu_soak(args):
 
 CPU_TESTS = [t_usage, t_weights, t_endpoints, t_bad_requests, t_batching, t_load,
              t_multi_device, t_deadline, t_queue_full, t_fault, t_restart, t_drain,
-             t_drain_timeout, t_limits, t_cloexec, t_soak_faults]
+             t_drain_timeout, t_limits, t_cloexec, t_loop_threads, t_soak_faults]
 TWIN_TESTS = [t_usage, t_endpoints, t_bad_requests, t_batching, t_load, t_multi_device, t_deadline,
               t_queue_full, t_fault, t_drain]
 GPU_TESTS = [t_endpoints, t_gpu_load, t_fault, t_gpu_soak, t_cloexec, t_drain]
