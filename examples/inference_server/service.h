@@ -2,7 +2,9 @@
  * files. One thread does everything: it runs ev_run on the default libev
  * loop, which watches libmicrohttpd's epoll fd (http.c), the batch window
  * timer (batch.c), each request's deadline timer, the signals (main.c),
- * and one foreign-mode cudaev loop per device (evdrive.h, device.c).
+ * and one foreign-mode cudaev loop per device (evdrive.h, device.c). With
+ * --loop-threads=N, N such servers (struct server) run side by side, one
+ * per thread, sharing only the model, the metrics and the port.
  *
  * A request's way through (files in brackets):
  *   MHD reads headers and body -> access handler validates it [http.c]
