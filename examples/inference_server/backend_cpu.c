@@ -12,6 +12,7 @@
  * joined before the loop is destroyed: afterwards a promise may no longer
  * be set. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,9 @@ struct cpu_dev {
   double *scratch;
   struct cpu_job *jobs; /* one per slot */
 };
+
+/* A sticky fault that outlives the reset: only a new process clears it. */
+static atomic_int unrecoverable;
 
 /* The stand-in for the GPU's time: a wait that closing interrupts.
  * Returns -1 when the device is closing. */
@@ -69,6 +73,7 @@ static void *worker(void *arg) {
       pthread_mutex_lock(&c->mu);
       break; /* closing: the loop's destruction ends this batch */
     }
+    if (slot->fault & FAULT_STICKY) atomic_store(&unrecoverable, 1);
     if (slot->fault) c->faulted = 1;
     if (c->faulted)
       status = cudaErrorIllegalAddress;
@@ -112,6 +117,10 @@ static void cpu_free(struct device *dev) {
 
 static int cpu_open(struct device *dev, int cap, char *err, size_t errlen) {
   const struct model *m = &dev->srv->model;
+  if (atomic_load(&unrecoverable)) {
+    snprintf(err, errlen, "cudaErrorDevicesUnavailable (stand-in: the fault outlived the reset)");
+    return -1;
+  }
   struct cpu_dev *c = calloc(1, sizeof *c);
   dev->priv = c;
   if (c == NULL) goto oom;

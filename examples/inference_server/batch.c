@@ -66,7 +66,7 @@ static void unlink_queued(struct server *s, struct request *r) {
     b->tail = r->qprev;
   r->qprev = r->qnext = NULL;
   b->len--;
-  atomic_fetch_sub(&s->metrics.queue_depth, 1);
+  atomic_fetch_sub(&s->metrics->queue_depth, 1);
 }
 
 static int is_queued(const struct server *s, const struct request *r) {
@@ -84,7 +84,7 @@ void batch_push(struct server *s, struct request *r) {
     b->head = r;
   b->tail = r;
   b->len++;
-  atomic_fetch_add(&s->metrics.queue_depth, 1);
+  atomic_fetch_add(&s->metrics->queue_depth, 1);
   batch_dispatch(s);
 }
 
@@ -107,10 +107,10 @@ static void on_batch_done(cudaev_future_t *f, cudaError_t status, void *user) {
   struct device *dev = slot->dev;
   struct server *s = dev->srv;
   (void)f;
-  atomic_fetch_sub(&s->metrics.inflight_batches, 1);
+  atomic_fetch_sub(&s->metrics->inflight_batches, 1);
   if (status == cudaSuccess) {
     int nout = s->model.dims[s->model.nlayers];
-    metrics_batch(&s->metrics, slot->n, s->be->batch_ns(slot));
+    metrics_batch(s->metrics, slot->n, s->be->batch_ns(slot));
     dev->batches++;
     for (int i = 0; i < slot->n; i++) {
       struct request *r = slot->req[i];
@@ -156,7 +156,7 @@ static int send_batch(struct server *s, int take) {
   cudaError_t e = s->be->submit(slot, &f);
   if (e == cudaSuccess) e = cudaev_future_then(f, on_batch_done, slot);
   if (e == cudaSuccess) {
-    atomic_fetch_add(&s->metrics.inflight_batches, 1);
+    atomic_fetch_add(&s->metrics->inflight_batches, 1);
     cudaev_future_release(f); /* the continuation holds the future until it ran */
     return 0;
   }

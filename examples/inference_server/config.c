@@ -45,6 +45,11 @@ static void usage(const struct config *c, FILE *f) {
           "                          completion before sleeping, while no HTTP traffic\n"
           "                          waits (default 50; never while traffic waits; the\n"
           "                          blocking twin has no loop and ignores it)\n"
+          "      --loop-threads=N    event-loop threads (default 1), each with its own\n"
+          "                          listening socket on the port (SO_REUSEPORT), HTTP\n"
+          "                          daemon, batcher and cudaev loop per device; with\n"
+          "                          more than one, a device fault restarts the process\n"
+          "                          (the twin ignores it)\n"
           "\n"
           "Limits:\n"
           "      --max-queue=N       requests waiting for a batch before 503 (default 8192)\n"
@@ -58,7 +63,10 @@ static void usage(const struct config *c, FILE *f) {
           "\n"
           "Testing and help:\n"
           "      --fault-injection   a request with the header X-Inject-Fault: 1 makes its\n"
-          "                          batch fault on the device (an illegal address write)\n"
+          "                          batch fault on the device (an illegal address write);\n"
+          "                          cpu backend: X-Inject-Fault: sticky makes the fault\n"
+          "                          outlive the device's reset, as on some GPUs, which\n"
+          "                          the service answers by restarting itself\n"
           "  -h, --help              this text\n"
           "  -V, --version           the version\n"
           "\n"
@@ -103,6 +111,7 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       {"drain-timeout", required_argument, NULL, 17},
       {"fault-injection", no_argument, NULL, 18},
       {"loop-spin-us", required_argument, NULL, 19},
+      {"loop-threads", required_argument, NULL, 20},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {0},
@@ -126,6 +135,7 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       .connection_timeout_s = 30,
       .drain_timeout_s = 10,
       .loop_spin_us = -1,
+      .loop_threads = 1,
   };
   int o;
   unsigned long long v;
@@ -210,6 +220,10 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
     case 19:
       if (number(name, optarg, 0, 100000, &v)) return 2;
       c->loop_spin_us = (int)v;
+      break;
+    case 20:
+      if (number(name, optarg, 1, 64, &v)) return 2;
+      c->loop_threads = (int)v;
       break;
     case 'h': usage(c, stdout); return 0;
     case 'V': printf("%s %s\n", prog, VERSION); return 0;

@@ -29,6 +29,7 @@ struct config {
   unsigned connection_timeout_s;
   unsigned drain_timeout_s;
   int loop_spin_us; /* cudaev_loop_set_spin; -1: the library's default */
+  int loop_threads; /* the service's event-loop threads */
   int fault_injection;
 };
 

@@ -156,17 +156,33 @@ static void on_recover(struct ev_loop *evl, ev_timer *w, int revents) {
   struct server *s = dev->srv;
   char why[256];
   (void)evl, (void)revents;
+  if (s->cfg->loop_threads > 1) {
+    /* Every loop thread's loop for this device serves the device's one
+     * primary context: a reset here would pull it from under the others.
+     * The process restarts instead, all threads together. */
+    char line[160];
+    snprintf(line, sizeof line, "device %d: %s (with %d loop threads, no in-process reset)",
+             dev->ordinal, cudaev_error_name(dev->last_error), s->cfg->loop_threads);
+    close_one(dev, 0);
+    server_restart(s, line);
+    batch_dispatch(s);
+    http_kick(s);
+    server_check_drained(s);
+    return;
+  }
   uint64_t t0 = now_ns();
   close_one(dev, 1);
   dev->resets++;
-  atomic_fetch_add(&s->metrics.device_resets, 1);
+  atomic_fetch_add(&s->metrics->device_resets, 1);
   if (open_one(dev, why, sizeof why) == 0) {
     fprintf(stderr, "%s: device %d reset and serving again (%.1f ms)\n", s->cfg->prog, dev->ordinal,
             (double)(now_ns() - t0) * 1e-6);
   } else {
     fprintf(stderr, "%s: device %d could not be reopened: %s; %d device(s) left\n", s->cfg->prog,
             dev->ordinal, why, devices_up(s));
-    if (devices_up(s) == 0) batch_fail_queued(s, 503, "no device is serving");
+    char line[160];
+    snprintf(line, sizeof line, "device %d: %.140s", dev->ordinal, why);
+    server_restart(s, line);
   }
   batch_dispatch(s);
   http_kick(s);

@@ -15,13 +15,15 @@
  * connection's con_cls) so that the drain can count what is still open:
  * MHD's request-completed callback frees it. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "parse.h"
@@ -47,7 +49,7 @@ struct http {
   ev_timer timer;
   int kicked;
   int port;
-  unsigned nconn; /* open connections (MHD's connection notifications) */
+  atomic_uint nconn; /* open connections (MHD's notifications; /metrics on any thread) */
 };
 
 static struct MHD_Response *text_response(const char *text, int close) {
@@ -69,7 +71,8 @@ static void answer(struct request *r, unsigned status, struct MHD_Response *resp
   r->status = status;
   r->response = resp;
   r->state = RQ_ANSWERED;
-  metrics_request(&s->metrics, status, now_ns() - r->arrival_ns);
+  metrics_request(s->metrics, status, now_ns() - r->arrival_ns);
+  atomic_fetch_add_explicit(&s->answers, 1, memory_order_relaxed);
   if (r->suspended) {
     r->suspended = 0;
     MHD_resume_connection(r->conn);
@@ -81,6 +84,16 @@ void request_answer_error(struct request *r, unsigned status, const char *reason
   char line[512];
   snprintf(line, sizeof line, "%s\n", reason);
   answer(r, status, text_response(line, r->srv->draining));
+}
+
+/* Decimal digits of v in buf (24 bytes): four header values per answer,
+ * where snprintf's parsing of its format showed in profiles. */
+static const char *utoa(uint64_t v, char *buf) {
+  char *p = buf + 23;
+  *p = 0;
+  do *--p = (char)('0' + v % 10);
+  while (v /= 10);
+  return p;
 }
 
 void request_answer_result(struct request *r, const float *out, const struct slot *slot) {
@@ -102,18 +115,14 @@ void request_answer_result(struct request *r, const float *out, const struct slo
     answer(r, 500, text_response("out of memory\n", 1));
     return;
   }
-  char v[32];
+  char v[24];
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                           r->raw ? "application/octet-stream" : "application/json");
   /* Where the answer came from: tests check slices against these. */
-  snprintf(v, sizeof v, "%llu", (unsigned long long)slot->batch_id);
-  MHD_add_response_header(resp, "X-Batch-Id", v);
-  snprintf(v, sizeof v, "%d", slot->n);
-  MHD_add_response_header(resp, "X-Batch-Size", v);
-  snprintf(v, sizeof v, "%d", r->row);
-  MHD_add_response_header(resp, "X-Batch-Row", v);
-  snprintf(v, sizeof v, "%d", slot->dev->ordinal);
-  MHD_add_response_header(resp, "X-Device", v);
+  MHD_add_response_header(resp, "X-Batch-Id", utoa(slot->batch_id, v));
+  MHD_add_response_header(resp, "X-Batch-Size", utoa((uint64_t)slot->n, v));
+  MHD_add_response_header(resp, "X-Batch-Row", utoa((uint64_t)r->row, v));
+  MHD_add_response_header(resp, "X-Device", utoa((uint64_t)slot->dev->ordinal, v));
   if (s->draining) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
   answer(r, 200, resp);
 }
@@ -159,29 +168,52 @@ static void on_deadline(struct ev_loop *evl, ev_timer *w, int revents) {
 
 static enum MHD_Result serve_health(struct request *r) {
   struct server *s = r->srv;
-  if (s->draining) return reply(r, 503, "draining");
+  if (s->draining) return reply(r, 503, "%s", s->restarting ? "restarting" : "draining");
   if (devices_up(s) == 0) return reply(r, 503, "no device is serving");
+  if (s->restarts)
+    return reply(
+        r, 200, "ok; restarted %llu time%s after a device fault the reset did not clear (last: %s)",
+        s->restarts, s->restarts == 1 ? "" : "s", s->restart_why);
   return reply(r, 200, "ok");
 }
 
 static enum MHD_Result serve_metrics(struct request *r) {
   struct server *s = r->srv;
   struct strbuf b = {0};
-  struct rusage ru;
-  metrics_render(&s->metrics, &b);
+  int nt = s->cfg->loop_threads;
+  metrics_render(s->metrics, &b);
   devices_metrics(s, &b);
-  getrusage(RUSAGE_THREAD, &ru); /* this is the loop thread */
+  /* Sums over the loop threads, from what each publishes: its counters
+   * (atomics) and its CPU clock. */
+  double cpu = 0;
+  unsigned long long iterations = 0;
+  unsigned conns = 0;
+  for (int i = 0; i < nt; i++) {
+    struct server *p = &s->peers[i];
+    clockid_t clk;
+    struct timespec ts;
+    if (pthread_getcpuclockid(p->tid, &clk) == 0 && clock_gettime(clk, &ts) == 0)
+      cpu += (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    iterations += atomic_load_explicit(&p->iterations, memory_order_relaxed);
+    conns += http_connections(p);
+  }
+  sb_printf(&b,
+            "# HELP infer_loop_thread_answers_total Answers made by each loop thread.\n"
+            "# TYPE infer_loop_thread_answers_total counter\n");
+  for (int i = 0; i < nt; i++)
+    sb_printf(&b, "infer_loop_thread_answers_total{thread=\"%d\"} %llu\n", i,
+              (unsigned long long)atomic_load_explicit(&s->peers[i].answers, memory_order_relaxed));
   sb_printf(&b,
             "# HELP infer_loop_threads Threads running the event loop (HTTP, batching, GPU "
-            "completions).\n# TYPE infer_loop_threads gauge\ninfer_loop_threads 1\n"
-            "# TYPE infer_loop_iterations_total counter\ninfer_loop_iterations_total %u\n"
+            "completions).\n# TYPE infer_loop_threads gauge\ninfer_loop_threads %d\n"
+            "# TYPE infer_loop_iterations_total counter\ninfer_loop_iterations_total %llu\n"
             "# TYPE infer_loop_thread_cpu_seconds_total counter\n"
             "infer_loop_thread_cpu_seconds_total %.6f\n"
-            "# TYPE infer_http_connections gauge\ninfer_http_connections %u\n",
-            ev_iteration(s->evl),
-            (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6,
-            http_connections(s));
+            "# TYPE infer_http_connections gauge\ninfer_http_connections %u\n"
+            "# HELP infer_process_restarts_total Re-execs after a device fault its reset did not "
+            "clear.\n# TYPE infer_process_restarts_total counter\n"
+            "infer_process_restarts_total %llu\n",
+            nt, iterations, cpu, conns, s->restarts);
   if (b.oom) {
     sb_free(&b);
     return reply(r, 500, "out of memory");
@@ -211,7 +243,7 @@ static enum MHD_Result start_infer(struct request *r) {
   const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Type");
   const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
   enum body_kind kind = parse_content_type(ct);
-  if (s->draining) return reply(r, 503, "shutting down");
+  if (s->draining) return reply(r, 503, "%s", server_drain_reason(s));
   if (kind == BODY_UNSUPPORTED)
     return reply(r, 415,
                  "unsupported Content-Type '%.100s': use application/json or "
@@ -226,7 +258,10 @@ static enum MHD_Result start_infer(struct request *r) {
   }
   if (s->cfg->fault_injection) {
     const char *fault = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Inject-Fault");
-    r->fault = fault && strcmp(fault, "1") == 0;
+    r->fault = fault == NULL                  ? 0
+               : strcmp(fault, "1") == 0      ? FAULT_DEVICE
+               : strcmp(fault, "sticky") == 0 ? FAULT_DEVICE | FAULT_STICKY
+                                              : 0;
   }
   return MHD_YES;
 }
@@ -243,6 +278,18 @@ static enum MHD_Result body_chunk(struct request *r, const char *data, size_t le
     r->body = NULL;
     r->len = 0;
     return MHD_YES;
+  }
+  /* The usual body comes in one piece with its Content-Length: parsed
+   * straight from MHD's read buffer, no copy. A body that does not parse
+   * is kept, so that finish_infer reports why. */
+  if (r->len == 0 && r->received == len && len == r->cap && !r->parsed) {
+    char err[8];
+    int n = s->model.dims[0];
+    if ((r->raw ? parse_raw_floats(data, len, r->in, n, err, sizeof err)
+                : parse_json_floats(data, len, r->in, n, err, sizeof err)) == 0) {
+      r->parsed = 1;
+      return MHD_YES;
+    }
   }
   if (r->len + len > r->cap || r->body == NULL) {
     size_t cap = r->cap > r->len + len ? r->cap : 2 * (r->len + len);
@@ -266,10 +313,9 @@ static enum MHD_Result finish_infer(struct request *r) {
     return reply(r, 413, "body is over the limit of %zu bytes", s->max_body);
   if (r->expired)
     return reply(r, 504, "deadline of %u ms passed while the body arrived", s->cfg->deadline_ms);
-  r->in = malloc(sizeof(float) * (size_t)n);
-  if (r->in == NULL) return reply(r, 500, "out of memory");
-  int bad = r->raw ? parse_raw_floats(r->body, r->len, r->in, n, err, sizeof err)
-                   : parse_json_floats(r->body ? r->body : "", r->len, r->in, n, err, sizeof err);
+  int bad = r->parsed ? 0
+            : r->raw  ? parse_raw_floats(r->body, r->len, r->in, n, err, sizeof err)
+                     : parse_json_floats(r->body ? r->body : "", r->len, r->in, n, err, sizeof err);
   free(r->body);
   r->body = NULL;
   if (bad) return reply(r, 400, "%s", err);
@@ -312,8 +358,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   struct request *r = *con_cls;
   (void)version;
   if (r == NULL) {
-    r = calloc(1, sizeof *r);
+    int infer = strcmp(url, "/v1/infer") == 0 && strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+    /* An inference request's inputs live at its end: one allocation. */
+    r = calloc(1, sizeof *r + (infer ? sizeof(float) * (size_t)s->model.dims[0] : 0));
     if (r == NULL) return MHD_NO;
+    r->in = infer ? (float *)(r + 1) : NULL;
     r->srv = s;
     r->conn = conn;
     r->arrival_ns = now_ns();
@@ -321,12 +370,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     r->deadline.data = r;
     ev_timer_start(s->evl, &r->deadline);
     *con_cls = r;
-    atomic_fetch_add(&s->metrics.active_requests, 1);
+    atomic_fetch_add(&s->metrics->active_requests, 1);
+    s->active++;
     r->route = strcmp(url, "/v1/infer") == 0  ? ROUTE_INFER
                : strcmp(url, "/health") == 0  ? ROUTE_HEALTH
                : strcmp(url, "/metrics") == 0 ? ROUTE_METRICS
                                               : ROUTE_NONE;
-    r->infer = r->route == ROUTE_INFER && strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+    r->infer = infer;
     return r->infer ? start_infer(r) : MHD_YES;
   }
   if (r->state == RQ_ANSWERED) return send_answer(r);
@@ -354,23 +404,25 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   batch_forget(s, r);
   if (r->response) MHD_destroy_response(r->response);
   free(r->body);
-  free(r->in);
   free(r);
   *con_cls = NULL;
-  atomic_fetch_sub(&s->metrics.active_requests, 1);
+  atomic_fetch_sub(&s->metrics->active_requests, 1);
+  s->active--;
   server_check_drained(s);
 }
 
 static void run_mhd(struct server *s) {
   struct http *h = s->http;
-  unsigned before = h->nconn;
+  unsigned before = atomic_load_explicit(&h->nconn, memory_order_relaxed);
   h->kicked = 0;
   MHD_run(h->d);
   /* At the connection limit MHD takes its listening socket out of its epoll
    * set and puts it back at the start of a later MHD_run. When connections
    * end inside this run (idle timeouts) nothing else may wake the loop for
    * that later run, so it happens now. */
-  if (before >= s->cfg->max_connections && h->nconn < before) MHD_run(h->d);
+  if (before >= s->cfg->max_connections &&
+      atomic_load_explicit(&h->nconn, memory_order_relaxed) < before)
+    MHD_run(h->d);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
@@ -378,9 +430,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
   struct server *s = cls;
   (void)conn, (void)socket_ctx;
   if (code == MHD_CONNECTION_NOTIFY_STARTED)
-    s->http->nconn++;
+    atomic_fetch_add_explicit(&s->http->nconn, 1, memory_order_relaxed);
   else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
-    s->http->nconn--;
+    atomic_fetch_sub_explicit(&s->http->nconn, 1, memory_order_relaxed);
 }
 
 static void on_io(struct ev_loop *evl, ev_io *w, int revents) {
@@ -414,39 +466,64 @@ void http_kick(struct server *s) {
   if (s->http && s->http->kicked) run_mhd(s);
 }
 
-int http_start(struct server *s, char *err, size_t errlen) {
+int http_start(struct server *s, int port, char *err, size_t errlen) {
   struct http *h = calloc(1, sizeof *h);
   if (h == NULL) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->cfg->port)};
+  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   if (inet_pton(AF_INET, s->cfg->host, &addr.sin_addr) != 1) {
     snprintf(err, errlen, "--listen: '%s' is not an IPv4 address", s->cfg->host);
     free(h);
     return -1;
   }
   s->http = h;
+  /* A re-exec'd service gets its predecessor's listening socket, with the
+   * connections waiting in its backlog; it is close-on-exec again at once. */
+  int inherited = s->inherit_fd;
+  if (inherited >= 0) {
+    if (inherited < 3 || fcntl(inherited, F_SETFD, FD_CLOEXEC) != 0) {
+      snprintf(err, errlen, "INFER_LISTEN_FD: %d is not an open socket", inherited);
+      s->http = NULL;
+      free(h);
+      return -1;
+    }
+    fcntl(inherited, F_SETFL, fcntl(inherited, F_GETFL) | O_NONBLOCK);
+  }
+  struct MHD_OptionItem where[] = {
+      inherited >= 0 ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, inherited, NULL}
+                     : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr},
+      /* Several loop threads: one listening socket each on the same port,
+       * the kernel spreads the connections (SO_REUSEPORT). */
+      {s->cfg->loop_threads > 1 ? MHD_OPTION_LISTENING_ADDRESS_REUSE : MHD_OPTION_END, 1, NULL},
+      {MHD_OPTION_END, 0, NULL},
+  };
   /* External polling through MHD's epoll fd; suspend/resume (which brings
    * the ITC that resumes and quiesce use); turbo: fewer syscalls per
    * request, fine on loopback and behind a proxy. */
   h->d = MHD_start_daemon(
       MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_TURBO,
-      (uint16_t)s->cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &addr,
+      (uint16_t)s->cfg->port, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, where,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
       MHD_OPTION_CONNECTION_LIMIT, s->cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
       s->cfg->connection_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_END);
   if (h->d == NULL) {
     snprintf(err, errlen, "cannot listen on %s:%d (libmicrohttpd says why above)", s->cfg->host,
-             s->cfg->port);
+             port);
     s->http = NULL;
     free(h);
     return -1;
   }
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
-  const union MHD_DaemonInfo *port = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-  h->port = port ? port->port : s->cfg->port;
+  const union MHD_DaemonInfo *bound = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+  h->port = bound ? bound->port : port;
+  if (inherited >= 0) {
+    struct sockaddr_in sa;
+    socklen_t blen = sizeof sa;
+    if (getsockname(inherited, (struct sockaddr *)&sa, &blen) == 0) h->port = ntohs(sa.sin_port);
+  }
   ev_io_init(&h->io, on_io, info->epoll_fd, EV_READ);
   ev_prepare_init(&h->prepare, on_prepare);
   ev_init(&h->timer, on_timer);
@@ -458,11 +535,18 @@ int http_start(struct server *s, char *err, size_t errlen) {
 
 int http_port(struct server *s) { return s->http->port; }
 
-unsigned http_connections(struct server *s) { return s->http->nconn; }
+unsigned http_connections(struct server *s) {
+  /* s->http is set before the loop threads start and cleared after they end. */
+  return s->http ? atomic_load_explicit(&s->http->nconn, memory_order_relaxed) : 0;
+}
 
-void http_quiesce(struct server *s) {
+void http_quiesce(struct server *s, int keep) {
   MHD_socket fd = MHD_quiesce_daemon(s->http->d);
-  if (fd != MHD_INVALID_SOCKET) close(fd);
+  if (fd == MHD_INVALID_SOCKET) return;
+  if (keep)
+    s->listen_fd = fd; /* connections wait in its backlog for the next process */
+  else
+    close(fd);
 }
 
 void http_stop(struct server *s) {

@@ -39,6 +39,11 @@ int parse_raw_floats(const void *p, size_t len, float *out, int n, char *err, si
  * (format_json_max(n) always suffices). */
 int format_json_floats(const float *v, int n, char *buf, size_t cap);
 
+/* Writes f as snprintf's "%.9g" would, byte for byte (faster for the
+ * common magnitudes). Returns the length without the NUL; >= cap when cap
+ * is too small. */
+int format_float_g9(float f, char *buf, size_t cap);
+
 /* A size for format_json_floats that always suffices. */
 static inline size_t format_json_max(int n) { return (size_t)n * 17 + 4; }
 

@@ -2,7 +2,9 @@
  * files. One thread does everything: it runs ev_run on the default libev
  * loop, which watches libmicrohttpd's epoll fd (http.c), the batch window
  * timer (batch.c), each request's deadline timer, the signals (main.c),
- * and one foreign-mode cudaev loop per device (evdrive.h, device.c).
+ * and one foreign-mode cudaev loop per device (evdrive.h, device.c). With
+ * --loop-threads=N, N such servers (struct server) run side by side, one
+ * per thread, sharing only the model, the metrics and the port.
  *
  * A request's way through (files in brackets):
  *   MHD reads headers and body -> access handler validates it [http.c]
@@ -26,6 +28,8 @@
 
 #include <cudaev.h>
 #include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -44,7 +48,7 @@ struct slot {
   int index;
   float *in, *out; /* cap rows of inputs / outputs (the backend's staging) */
   int n;           /* rows in the batch in flight */
-  int fault;       /* test only: this batch faults the device */
+  int fault;       /* test only: FAULT_* bits, this batch faults the device */
   uint64_t batch_id;
   uint64_t submitted_ns;
   struct request **req; /* [cap]; NULL where a request already left */
@@ -76,6 +80,13 @@ struct device {
 /* A model step: what runs a batch. The GPU backend (cuBLAS + our kernel,
  * a stream future per batch) and the CPU backend (the reference MLP on a
  * worker thread per device, a promise per batch) fill the same slots. */
+/* X-Inject-Fault values (with --fault-injection). */
+enum {
+  FAULT_DEVICE = 1, /* "1": the batch faults the device (a reset recovers it) */
+  FAULT_STICKY = 2, /* "sticky", cpu backend: the device stays unavailable after
+                     * its reset, until the process is replaced */
+};
+
 struct backend_ops {
   const char *name;
   /* The devices to use: fills ordinals (at most max). Returns how many,
@@ -114,10 +125,11 @@ struct request {
   int fault; /* X-Inject-Fault: 1 (with --fault-injection) */
   int suspended;
   int expired; /* the deadline passed while the body arrived */
+  int parsed;  /* `in` holds the body's values (parsed as it arrived) */
   char *body;
   size_t len, cap;
   size_t received;     /* body bytes seen, kept or not */
-  float *in;           /* model inputs once parsed */
+  float *in;           /* model inputs (POST /v1/infer: after the struct) */
   uint64_t arrival_ns; /* headers read: the deadline counts from here */
   uint64_t queued_ns;  /* body parsed, in the batch queue: the window counts from here */
   ev_timer deadline;
@@ -139,9 +151,20 @@ struct batcher {
 
 struct server {
   const struct config *cfg;
-  struct model model;
+  struct model model; /* shared by the loop threads (read only) */
   struct ev_loop *evl;
-  struct metrics metrics;
+  struct metrics *metrics; /* shared by the loop threads (atomics) */
+  int thread;              /* this loop thread's index; 0 runs on main() */
+  struct server *peers;    /* every loop thread's server, [cfg->loop_threads] */
+  long active;             /* this thread's requests not yet completed */
+  atomic_int asked;        /* ASK_* bits other threads left for this one */
+  ev_async ask;            /* ... and the wakeup that makes it look */
+  ev_timer drain_timer, restart_grace;
+  ev_prepare spin_policy;
+  unsigned long long spin_seen;      /* http_events at the last pass */
+  atomic_ullong iterations, answers; /* for /metrics, read by every thread */
+  pthread_t tid;
+  int inherit_fd; /* a predecessor's listening socket for this thread, or -1 */
   const struct backend_ops *be;
   struct device *dev;
   int ndev, rr;
@@ -153,6 +176,10 @@ struct server {
   unsigned spin_us;               /* what the device loops may spin now */
   unsigned quiet_spin_us;         /* ... when HTTP is quiet (--loop-spin-us) */
   int draining;
+  int restarting;              /* the drain ends in a re-exec (a device stayed unavailable) */
+  int listen_fd;               /* kept across the re-exec; -1 until the drain takes it from MHD */
+  unsigned long long restarts; /* re-execs so far, carried in the environment */
+  char restart_why[160];       /* the last one's reason */
   int exit_code;
   size_t max_body;
   unsigned long long ev_iterations_at_start;
@@ -185,14 +212,18 @@ void devices_metrics(struct server *s, struct strbuf *b);
 void devices_set_spin(struct server *s, unsigned us);
 
 /* http.c */
-int http_start(struct server *s, char *err, size_t errlen);
+/* Starts the HTTP daemon on `port` (0: any; several loop threads share one
+ * with SO_REUSEPORT), or on s->inherit_fd when that is set. */
+int http_start(struct server *s, int port, char *err, size_t errlen);
 /* The port actually bound. */
 int http_port(struct server *s);
 /* Runs MHD now if a connection was resumed since it last ran. */
 void http_kick(struct server *s);
-/* Stops accepting connections (drain). */
-void http_quiesce(struct server *s);
+/* Stops accepting connections (drain). With `keep`, the listening socket
+ * stays open in s->listen_fd (for the re-exec), else it is closed. */
+void http_quiesce(struct server *s, int keep);
 void http_stop(struct server *s);
+/* Open connections of this thread's daemon (any thread may ask). */
 unsigned http_connections(struct server *s);
 /* Answers r with the model's output row `out`. */
 void request_answer_result(struct request *r, const float *out, const struct slot *slot);
@@ -205,5 +236,10 @@ void server_check_drained(struct server *s);
 /* Runs after each cudaev_loop_process (evdrive's hook): sends what a
  * freed slot allows, then lets MHD send the answers. */
 void server_after_process(void *arg);
+/* A device stayed unavailable after its reset: drain, then replace the
+ * process with a fresh one (exec) that inherits the listening socket. */
+void server_restart(struct server *s, const char *why);
+/* The one-line reason new requests get 503 while draining. */
+const char *server_drain_reason(const struct server *s);
 
 #endif

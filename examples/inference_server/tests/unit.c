@@ -3,6 +3,7 @@
  * (model.c), the device list and flags (config.c), metrics (metrics.c). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,42 @@ Test(parse, format_round_trip) {
   char *big = malloc(format_json_max(100));
   cr_expect_gt(format_json_floats(many, 100, big, format_json_max(100)), 0);
   free(big);
+}
+
+/* The formatter's fast path must print what snprintf prints, byte for
+ * byte, and the parser's what strtof reads: a sweep over every float bit
+ * pattern in steps (every binade, both signs, the fast paths' edges). */
+Test(parse, float_paths_equal_libc) {
+  char a[64], b[64], js[80], err[64];
+  unsigned long bad = 0, n = 0;
+  for (uint64_t u = 0; u <= 0xffffffffu; u += 4093) {
+    uint32_t bits = (uint32_t)u;
+    float f, got, want;
+    memcpy(&f, &bits, sizeof f);
+    if (!isfinite(f)) continue;
+    n++;
+    format_float_g9(f, a, sizeof a);
+    snprintf(b, sizeof b, "%.9g", (double)f);
+    if (strcmp(a, b) != 0 && bad++ < 5) cr_log_error("%08x: %s, snprintf %s", bits, a, b);
+    for (int prec = 1; prec <= 9; prec += 2) {
+      int len = snprintf(js, sizeof js, "[%.*g]", prec, (double)f);
+      if (parse_json_floats(js, (size_t)len, &got, 1, err, sizeof err) != 0) continue;
+      js[len - 1] = 0;
+      want = strtof(js + 1, NULL);
+      if (memcmp(&got, &want, sizeof got) != 0 && bad++ < 5)
+        cr_log_error("%s: %a, strtof %a", js + 1, (double)got, (double)want);
+    }
+  }
+  /* Ties and carries: values whose nine digits round up to a new decade. */
+  const float edge[] = {9.99999999e-5f, 0.999999999f, 9999999.5f, 16777215.0f,     16777216.0f,
+                        0.5f,           1e-22f,       2e-22f,     5.42101086e-20f, 1e10f};
+  for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+    format_float_g9(edge[i], a, sizeof a);
+    snprintf(b, sizeof b, "%.9g", (double)edge[i]);
+    cr_expect_str_eq(a, b);
+  }
+  cr_expect_eq(bad, 0, "%lu of %lu floats differ from libc", bad, n);
+  cr_expect_gt(format_float_g9(0.125f, a, 3), 2, "too small: the length it needs");
 }
 
 /* ---- policy.h ----------------------------------------------------------- */
