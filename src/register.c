@@ -212,6 +212,16 @@ cudaError_t cudaev__fatbin_library(struct cudaev__fatbin *fb, CUlibrary *out) {
     *out = expected;
     return cudaSuccess;
   }
+  /* An unregistration that ran since the check above found no library to
+   * unload: whoever takes the published one back (it, or this call)
+   * unloads it. Both sides publish before they look (sequentially
+   * consistent), so one of them sees the other. */
+  if (atomic_load(&fb->dead)) {
+    CUlibrary mine = lib;
+    if (atomic_compare_exchange_strong(&fb->lib, &mine, NULL) && !atomic_load(&exiting))
+      cudaev__drv.cuLibraryUnload(lib);
+    return cudaErrorInvalidDeviceFunction;
+  }
   fatbin_init_managed(fb, lib);
   *out = lib;
   return cudaSuccess;
