@@ -258,7 +258,12 @@ cudaError_t cudaev__kfunc_resolve(struct cudaev__kfunc *f, CUkernel *out) {
 static cudaError_t kernel_foreign(const void *func, CUkernel *out) {
   CUlibrary lib = NULL;
   CUresult r = cudaev__drv.cuKernelGetLibrary(&lib, (CUkernel)func);
-  if (r != CUDA_SUCCESS) return cudaErrorInvalidResourceHandle;
+  /* Only a refusal of the handle means "not a kernel"; a driver that
+   * cannot answer at all (out of memory, a dead context, no device) says
+   * so itself. */
+  if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_NOT_FOUND)
+    return cudaErrorInvalidResourceHandle;
+  if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
   *out = (CUkernel)func;
   return cudaSuccess;
 }
