@@ -343,13 +343,21 @@ bool cudaev__kernel_adopt(CUkernel k, CUlibrary lib) {
   return err;
 }
 
+/* Kernels of unloaded libraries, kept like retired fat binaries: a lookup
+ * racing the unload may still hold one. */
+static struct cudaev__kfunc *retired_kfuncs;
+
 void cudaev__library_forget(CUlibrary lib) {
   pthread_mutex_lock(&reg_lock);
   struct table *t = atomic_load_explicit(&funcs_map.t, memory_order_relaxed);
   for (size_t i = 0; t != NULL && i <= t->mask; i++) {
     struct cudaev__kfunc *f = atomic_load_explicit(&t->slots[i].val, memory_order_relaxed);
-    if (f != NULL && f->fb == NULL && f->lib == lib)
+    if (f != NULL && f->fb == NULL && f->lib == lib) {
       atomic_store_explicit(&t->slots[i].val, NULL, memory_order_release);
+      /* A library kernel belongs to no fat binary: its `next` is free. */
+      f->next = retired_kfuncs;
+      retired_kfuncs = f;
+    }
   }
   pthread_mutex_unlock(&reg_lock);
 }
