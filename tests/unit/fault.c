@@ -45,6 +45,7 @@
 #include <cuda_vdpau_interop.h>
 #endif
 
+#include <execinfo.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -168,6 +169,13 @@ static struct cudaev_driver *hook(const char *file, int line) {
   return NULL;
 }
 
+struct cudaev__gpu;
+void cudaev__gpu_event_put(struct cudaev__gpu *g, CUevent e);
+void cudaev__gpu_events_put(struct cudaev__gpu *g, CUevent *ev, uint32_t n);
+struct cudaev_future;
+cudaError_t cudaev__gpu_enqueue_marker(struct cudaev__gpu *g, struct cudaev_future *f,
+                                       CUstream stream);
+
 /* While nonzero, allocations of exactly this many bytes fail: the size
  * of the first array of a loop's pool of free words or events, which only
  * grow (this program is linked with --wrap for malloc, calloc and
@@ -179,15 +187,29 @@ void *__real_realloc(void *p, size_t n);
 void *__wrap_malloc(size_t n);
 void *__wrap_calloc(size_t k, size_t n);
 void *__wrap_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n) {
-  return n == atomic_load(&alloc_fail_size) ? NULL : __real_malloc(n);
+/* And, when set, only below these functions (a return address within
+ * their first bytes: the pools' growth is inlined into them or called
+ * from there). */
+static const void *alloc_fail_in[3];
+static bool alloc_fails(size_t n) {
+  if (n == 0 || n != atomic_load(&alloc_fail_size)) return false;
+  if (alloc_fail_in[0] == NULL) return true;
+  static _Thread_local bool inside; /* backtrace() may allocate */
+  if (inside) return false;
+  inside = true;
+  void *pcs[12];
+  int depth = backtrace(pcs, 12);
+  inside = false;
+  for (int i = 0; i < depth; i++)
+    for (int j = 0; j < 3; j++)
+      if (alloc_fail_in[j] != NULL && (const char *)pcs[i] >= (const char *)alloc_fail_in[j] &&
+          (const char *)pcs[i] < (const char *)alloc_fail_in[j] + 0x400)
+        return true;
+  return false;
 }
-void *__wrap_calloc(size_t k, size_t n) {
-  return k * n == atomic_load(&alloc_fail_size) ? NULL : __real_calloc(k, n);
-}
-void *__wrap_realloc(void *p, size_t n) {
-  return n == atomic_load(&alloc_fail_size) ? NULL : __real_realloc(p, n);
-}
+void *__wrap_malloc(size_t n) { return alloc_fails(n) ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t k, size_t n) { return alloc_fails(k * n) ? NULL : __real_calloc(k, n); }
+void *__wrap_realloc(void *p, size_t n) { return alloc_fails(n) ? NULL : __real_realloc(p, n); }
 
 /* Pinned memory of the fake driver: never refused by alloc_fail. */
 /* The fake driver's pinned memory, kept on a list: what a failing
@@ -1638,8 +1660,13 @@ static void sc_loop_stage(void) {
 static void sc_loop_nomem(void) {
   /* The pools' first arrays: 4096 words of 4 bytes, 256 events. */
   const size_t sizes[2] = {4096 * 4, 256 * sizeof(CUevent)};
-  for (int events = 0; events < 2; events++) {
+  for (int events = 1; events >= 0; events--) {
     setenv("CUDAEV_LOOP_EVENTS", events ? "1" : "0", 1);
+    if (events) {
+      alloc_fail_in[0] = (const void *)cudaev__gpu_event_put;
+      alloc_fail_in[1] = (const void *)cudaev__gpu_events_put;
+      alloc_fail_in[2] = (const void *)cudaev__gpu_enqueue_marker;
+    }
     atomic_store(&alloc_fail_size, sizes[events]);
     cudaev_loop_t *loop = NULL;
     if (C(cudaev_loop_new_thread(&loop)) == cudaSuccess) {
@@ -1652,6 +1679,7 @@ static void sc_loop_nomem(void) {
       if (s != NULL) C(cudaStreamDestroy(s));
     }
     atomic_store(&alloc_fail_size, 0);
+    memset(alloc_fail_in, 0, sizeof alloc_fail_in);
   }
 }
 
