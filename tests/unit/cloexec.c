@@ -3,8 +3,9 @@
  * pending, the pinned pool, a timer, IPC handles), then execs itself with
  * "--list", which reports the descriptors it inherited. Only those the
  * program had before it touched the library (0, 1, 2 and whatever the
- * test runner left open) may be there. A plain program (suites unit and
- * tsan) because it forks and execs. */
+ * test runner left open) may be there. A plain program (Criterion forks
+ * each test itself) in suite unit only: under TSan, fork() runs the pinned
+ * pool's jemalloc prefork handler, whose 64+ locks TSan cannot track. */
 #include "../check.h"
 #include "cudaev.h"
 #include "fake_driver.h"
