@@ -16,7 +16,7 @@
  * runs, also of sites already failed in an earlier scenario, and failed
  * behind them. Sites that only a race or a failed allocation reaches have
  * scenarios that play the race in order inside the fake driver or make
- * allocations of one size fail. A child checks:
+ * allocations fail (of one size, below given functions). A child checks:
  *  - the cudart call during which the failure happened (on the calling
  *    thread) returns what the project's one mapping (cudaev__error_from_cu,
  *    NVIDIA's documented CUresult -> cudaError_t) makes of it, or succeeds
@@ -45,7 +45,9 @@
 #include <cuda_vdpau_interop.h>
 #endif
 
+#include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -191,8 +193,22 @@ void *__wrap_realloc(void *p, size_t n);
  * their first bytes: the pools' growth is inlined into them or called
  * from there). */
 static const void *alloc_fail_in[3];
+static size_t alloc_fail_len[3];
+/* Fail below fn: its extent from the symbol table when the program exports
+ * it (linked -rdynamic: the cudaev_ API), else its first 1 KiB (hidden
+ * functions; enough for the small ones named here). */
+static void fail_below(int j, const void *fn) {
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  alloc_fail_in[j] = fn;
+  alloc_fail_len[j] = 0x400;
+  if (dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) != 0 && sym != NULL && sym->st_size != 0)
+    alloc_fail_len[j] = sym->st_size;
+}
+
 static bool alloc_fails(size_t n) {
-  if (n == 0 || n != atomic_load(&alloc_fail_size)) return false;
+  size_t fs = atomic_load(&alloc_fail_size);
+  if (n == 0 || (n != fs && fs != (size_t)-1)) return false;
   if (alloc_fail_in[0] == NULL) return true;
   static _Thread_local bool inside; /* backtrace() may allocate */
   if (inside) return false;
@@ -203,7 +219,7 @@ static bool alloc_fails(size_t n) {
   for (int i = 0; i < depth; i++)
     for (int j = 0; j < 3; j++)
       if (alloc_fail_in[j] != NULL && (const char *)pcs[i] >= (const char *)alloc_fail_in[j] &&
-          (const char *)pcs[i] < (const char *)alloc_fail_in[j] + 0x400)
+          (const char *)pcs[i] < (const char *)alloc_fail_in[j] + alloc_fail_len[j])
         return true;
   return false;
 }
@@ -1663,9 +1679,9 @@ static void sc_loop_nomem(void) {
   for (int events = 1; events >= 0; events--) {
     setenv("CUDAEV_LOOP_EVENTS", events ? "1" : "0", 1);
     if (events) {
-      alloc_fail_in[0] = (const void *)cudaev__gpu_event_put;
-      alloc_fail_in[1] = (const void *)cudaev__gpu_events_put;
-      alloc_fail_in[2] = (const void *)cudaev__gpu_enqueue_marker;
+      fail_below(0, (const void *)cudaev__gpu_event_put);
+      fail_below(1, (const void *)cudaev__gpu_events_put);
+      fail_below(2, (const void *)cudaev__gpu_enqueue_marker);
     }
     atomic_store(&alloc_fail_size, sizes[events]);
     cudaev_loop_t *loop = NULL;
@@ -1681,6 +1697,32 @@ static void sc_loop_nomem(void) {
     atomic_store(&alloc_fail_size, 0);
     memset(alloc_fail_in, 0, sizeof alloc_fail_in);
   }
+}
+
+static void *d2h_nomem(void *arg) {
+  void **a = arg;
+  fail_below(0, (const void *)cudaev_future_done);
+  fail_below(1, (const void *)cudaev_future_then);
+  atomic_store(&alloc_fail_size, (size_t)-1);
+  cudaev_memcpy_async(a[0], pageable, a[1], 64, cudaMemcpyDeviceToHost, NULL,
+                      (cudaev_future_t **)&a[2]);
+  atomic_store(&alloc_fail_size, 0);
+  memset(alloc_fail_in, 0, sizeof alloc_fail_in);
+  return NULL;
+}
+
+static void sc_loop_stage_nomem(void) {
+  cudaev_loop_t *loop = NULL;
+  if (C(cudaev_loop_new_thread(&loop)) != cudaSuccess) return;
+  void *d = NULL;
+  C(cudaMalloc(&d, 64));
+  void *a[3] = {loop, d, NULL};
+  pthread_t t;
+  pthread_create(&t, NULL, d2h_nomem, a);
+  pthread_join(t, NULL);
+  cudaev_future_t *f[1] = {a[2]};
+  settle(loop, f, 1);
+  if (d != NULL) C(cudaFree(d));
 }
 
 struct scenario {
@@ -1718,6 +1760,7 @@ static const struct scenario scenarios[] = {
     {"loop_events", sc_loop_events},
     {"loop_stage", sc_loop_stage},
     {"loop_nomem", sc_loop_nomem},
+    {"loop_stage_nomem", sc_loop_stage_nomem},
 #ifdef CUDAEV_HAVE_GL
     {"gl", sc_gl},
 #endif
