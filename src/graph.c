@@ -98,11 +98,14 @@ static struct cudaExtent extent3(size_t w, size_t h, size_t d) {
   return (struct cudaExtent){.width = w, .height = h, .depth = d};
 }
 
-/* Bytes of one element of a CUDA array, 0 when the format has no byte-
- * addressable element (block-compressed and planar video formats). */
-static size_t array_element_size(CUarray a) {
+/* Bytes of one element of a CUDA array in *out, 0 when the format has no
+ * byte-addressable element (block-compressed and planar video formats).
+ * Returns the driver's error when it cannot describe the array. */
+static CUresult array_element_size(CUarray a, size_t *out) {
   CUDA_ARRAY3D_DESCRIPTOR d;
-  if (cudaev__drv.cuArray3DGetDescriptor(&d, a) != CUDA_SUCCESS) return 0;
+  *out = 0;
+  CUresult r = cudaev__drv.cuArray3DGetDescriptor(&d, a);
+  if (r != CUDA_SUCCESS) return r;
   size_t chan;
   switch (d.Format) {
   case CU_AD_FORMAT_UNSIGNED_INT8:
@@ -126,9 +129,10 @@ static size_t array_element_size(CUarray a) {
   case CU_AD_FORMAT_SIGNED_INT32:
   case CU_AD_FORMAT_FLOAT:
   case CU_AD_FORMAT_UNORM_INT_101010_2: chan = 4; break;
-  default: return 0;
+  default: return CUDA_SUCCESS;
   }
-  return chan * d.NumChannels;
+  *out = chan * d.NumChannels;
+  return CUDA_SUCCESS;
 }
 
 /* One side of a copy: an array, or a pointer whose memory type the kind
@@ -139,7 +143,8 @@ static cudaError_t side_to_cu(cudaArray_t arr, struct cudaPos pos, struct cudaPi
                               size_t *y, size_t *z, size_t *pitch, size_t *height) {
   if (arr != NULL) {
     if (ptr.ptr != NULL) return cudaErrorInvalidValue;
-    *elem = array_element_size((CUarray)arr);
+    CUresult r = array_element_size((CUarray)arr, elem);
+    if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
     if (*elem == 0) return cudaErrorInvalidValue;
     *type = CU_MEMORYTYPE_ARRAY;
     *arrp = (CUarray)arr;
@@ -206,16 +211,14 @@ static void memcpy3d_from_cu(const CUDA_MEMCPY3D *c, struct cudaMemcpy3DParms *p
   size_t selem = 1, delem = 1;
   if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY) {
     p->srcArray = (cudaArray_t)c->srcArray;
-    selem = array_element_size(c->srcArray);
-    if (selem == 0) selem = 1;
+    if (array_element_size(c->srcArray, &selem) != CUDA_SUCCESS || selem == 0) selem = 1;
   } else {
     p->srcPtr = pitched(type_is_host(c->srcMemoryType) ? (void *)c->srcHost : (void *)c->srcDevice,
                         c->srcPitch, c->WidthInBytes, c->srcHeight);
   }
   if (c->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
     p->dstArray = (cudaArray_t)c->dstArray;
-    delem = array_element_size(c->dstArray);
-    if (delem == 0) delem = 1;
+    if (array_element_size(c->dstArray, &delem) != CUDA_SUCCESS || delem == 0) delem = 1;
   } else {
     p->dstPtr = pitched(type_is_host(c->dstMemoryType) ? c->dstHost : (void *)c->dstDevice,
                         c->dstPitch, c->WidthInBytes, c->dstHeight);

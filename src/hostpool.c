@@ -326,9 +326,11 @@ static void *hook_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t a
                     .device = pa->device,
                     .gen = atomic_load_explicit(&gens[pa->device], memory_order_acquire),
                     .flags = pa->flags};
-  if (cudaev__drv.cuCtxGetCurrent(&c.ctx) != CUDA_SUCCESS || !reg_insert(&c)) {
+  /* The driver's own answer when it is the one that failed. */
+  CUresult g = cudaev__drv.cuCtxGetCurrent(&c.ctx);
+  if (g != CUDA_SUCCESS || !reg_insert(&c)) {
     (void)cudaev__drv.cuMemFreeHost(base);
-    hook_error = CUDA_ERROR_OUT_OF_MEMORY;
+    hook_error = g != CUDA_SUCCESS ? g : CUDA_ERROR_OUT_OF_MEMORY;
     return NULL;
   }
   /* Nothing says the driver's pages are zero: clear them when asked. */

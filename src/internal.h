@@ -71,6 +71,10 @@ bool cudaev__error_is_sticky(cudaError_t e);
 struct cudaev__device {
   CUdevice dev;
   _Atomic(CUcontext) primary; /* retained primary context, NULL until used */
+  /* The primary context's handle once it was retained, kept across
+   * cudaDeviceReset: threads may still have it current, and a reset (or
+   * faulted) context cannot be asked which device it belongs to. */
+  _Atomic(CUcontext) handle;
 };
 
 struct cudaev__runtime {

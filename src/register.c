@@ -212,6 +212,16 @@ cudaError_t cudaev__fatbin_library(struct cudaev__fatbin *fb, CUlibrary *out) {
     *out = expected;
     return cudaSuccess;
   }
+  /* An unregistration that ran since the check above found no library to
+   * unload: whoever takes the published one back (it, or this call)
+   * unloads it. Both sides publish before they look (sequentially
+   * consistent), so one of them sees the other. */
+  if (atomic_load(&fb->dead)) {
+    CUlibrary mine = lib;
+    if (atomic_compare_exchange_strong(&fb->lib, &mine, NULL) && !atomic_load(&exiting))
+      cudaev__drv.cuLibraryUnload(lib);
+    return cudaErrorInvalidDeviceFunction;
+  }
   fatbin_init_managed(fb, lib);
   *out = lib;
   return cudaSuccess;
@@ -248,7 +258,12 @@ cudaError_t cudaev__kfunc_resolve(struct cudaev__kfunc *f, CUkernel *out) {
 static cudaError_t kernel_foreign(const void *func, CUkernel *out) {
   CUlibrary lib = NULL;
   CUresult r = cudaev__drv.cuKernelGetLibrary(&lib, (CUkernel)func);
-  if (r != CUDA_SUCCESS) return cudaErrorInvalidResourceHandle;
+  /* Only a refusal of the handle means "not a kernel"; a driver that
+   * cannot answer at all (out of memory, a dead context, no device) says
+   * so itself. */
+  if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_NOT_FOUND)
+    return cudaErrorInvalidResourceHandle;
+  if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
   *out = (CUkernel)func;
   return cudaSuccess;
 }
@@ -328,13 +343,21 @@ bool cudaev__kernel_adopt(CUkernel k, CUlibrary lib) {
   return err;
 }
 
+/* Kernels of unloaded libraries, kept like retired fat binaries: a lookup
+ * racing the unload may still hold one. */
+static struct cudaev__kfunc *retired_kfuncs;
+
 void cudaev__library_forget(CUlibrary lib) {
   pthread_mutex_lock(&reg_lock);
   struct table *t = atomic_load_explicit(&funcs_map.t, memory_order_relaxed);
   for (size_t i = 0; t != NULL && i <= t->mask; i++) {
     struct cudaev__kfunc *f = atomic_load_explicit(&t->slots[i].val, memory_order_relaxed);
-    if (f != NULL && f->fb == NULL && f->lib == lib)
+    if (f != NULL && f->fb == NULL && f->lib == lib) {
       atomic_store_explicit(&t->slots[i].val, NULL, memory_order_release);
+      /* A library kernel belongs to no fat binary: its `next` is free. */
+      f->next = retired_kfuncs;
+      retired_kfuncs = f;
+    }
   }
   pthread_mutex_unlock(&reg_lock);
 }

@@ -84,6 +84,7 @@ cudaError_t cudaev__primary_ctx(int d, CUcontext *out) {
     cudaev__drv.cuDevicePrimaryCtxRelease(dev->dev);
     c = expected;
   }
+  atomic_store(&dev->handle, c);
   *out = c;
   return cudaSuccess;
 }
@@ -100,28 +101,26 @@ int cudaev__current_device(void) {
   return t < 0 ? 0 : t;
 }
 
+/* The context this thread's next call runs in. A primary context that
+ * cudaDeviceReset reset (still current here, the driver keeps its handle)
+ * is retained again and made current again. It is known by its handle,
+ * not by asking the driver: a reset or faulted context may not answer
+ * cuCtxGetDevice, and using it as it is would send every later call to
+ * the dead context. A context of the application's, or a live primary
+ * one, is used as it is. */
 static cudaError_t ctx_check(void) {
   CUcontext cur = NULL;
   int d = cudaev__thread.device < 0 ? 0 : cudaev__thread.device;
   if (cudaev__drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != NULL) {
-    /* A context of the application's, or a live primary: use it. A primary
-     * context that was reset: retain it again (the driver keeps the
-     * handle) and make it current again. */
-    CUdevice dev;
-    unsigned flags;
-    int active = 1;
-    if (cudaev__drv.cuCtxGetDevice(&dev, cur) != CUDA_SUCCESS) return cudaSuccess;
-    int o = -1;
-    for (int i = 0; i < cudaev__rt.device_count; i++)
-      if (cudaev__rt.devices[i].dev == dev) o = i;
-    if (o < 0 || atomic_load(&cudaev__rt.devices[o].primary) != NULL) return cudaSuccess;
-    if (cudaev__drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active)
-      return cudaSuccess;
-    CUcontext p;
-    cudaError_t e = cudaev__primary_ctx(o, &p);
-    if (e != cudaSuccess) return e;
-    if (p != cur) return cudaSuccess; /* not the primary context: the application's own */
-    return cudaev__error_from_cu(cudaev__drv.cuCtxSetCurrent(p));
+    for (int i = 0; i < cudaev__rt.device_count; i++) {
+      struct cudaev__device *dev = &cudaev__rt.devices[i];
+      if (atomic_load(&dev->handle) != cur || atomic_load(&dev->primary) != NULL) continue;
+      CUcontext p;
+      cudaError_t e = cudaev__primary_ctx(i, &p);
+      if (e != cudaSuccess) return e;
+      return cudaev__error_from_cu(cudaev__drv.cuCtxSetCurrent(p));
+    }
+    return cudaSuccess;
   }
   CUcontext c;
   cudaError_t e = cudaev__primary_ctx(d, &c);

@@ -1,5 +1,6 @@
 /* The driver loader: the only file that calls dlopen() or a cu* symbol by
  * name. See driver.h. */
+#define CUDAEV_DRIVER_DEFINE
 #include "driver.h"
 
 #include <dlfcn.h>
@@ -7,6 +8,16 @@
 #include <stddef.h>
 
 struct cudaev_driver cudaev__drv;
+
+#ifdef CUDAEV_FAULT_SITES
+struct cudaev_driver *(*cudaev__drv_hook)(const char *file, int line);
+
+struct cudaev_driver *cudaev__drv_at(const char *file, int line) {
+  struct cudaev_driver *(*hook)(const char *, int) = cudaev__drv_hook;
+  struct cudaev_driver *t = hook != NULL ? hook(file, line) : NULL;
+  return t != NULL ? t : &cudaev__drv;
+}
+#endif
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static enum cudaev__driver_status load_status;

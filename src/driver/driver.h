@@ -53,6 +53,21 @@ struct cudaev_driver {
 /* The table. Valid once cudaev__driver_load() returned CUDA_SUCCESS. */
 extern struct cudaev_driver cudaev__drv;
 
+/* The fault-injection build (tests/fault/): the runtime is compiled a
+ * second time with CUDAEV_FAULT_SITES, which makes every use of the table
+ * name its source place, so a test knows which call site a driver call
+ * comes from (and may answer it from a failing table) without any call site
+ * being written for it. Never defined in the library. */
+#ifdef CUDAEV_FAULT_SITES
+/* Set by the test: returns the table that answers the call at file:line
+ * (a table of its own). NULL: the real table. */
+extern struct cudaev_driver *(*cudaev__drv_hook)(const char *file, int line);
+struct cudaev_driver *cudaev__drv_at(const char *file, int line);
+#ifndef CUDAEV_DRIVER_DEFINE
+#define cudaev__drv (*cudaev__drv_at(__FILE__, __LINE__))
+#endif
+#endif
+
 /* Why the driver could not be used, as the runtime reports it. */
 enum cudaev__driver_status {
   CUDAEV__DRIVER_OK = 0,

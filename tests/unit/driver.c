@@ -184,3 +184,83 @@ Test(device, set_valid_devices_checks_ordinals_and_duplicates) {
   cr_expect_eq(cudaSetValidDevices(NULL, 0), cudaSuccess);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
 }
+
+/* A primary context that faulted and was reset: the driver keeps its
+ * handle current, but the context answers nothing (not even
+ * cuCtxGetDevice) until it is retained again. */
+static int faulted, alive = 1, unavailable, retain_calls;
+static CUresult dead_get_device(CUdevice *d, CUcontext c) {
+  (void)c;
+  if (!alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (faulted) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+static CUresult dead_reset(CUdevice d) {
+  (void)d;
+  faulted = 0;
+  alive = 0;
+  return CUDA_SUCCESS;
+}
+static CUresult dead_retain(CUcontext *c, CUdevice d) {
+  retain_calls++;
+  if (unavailable) return CUDA_ERROR_DEVICE_UNAVAILABLE;
+  alive = 1;
+  return fake_primary_retain(c, d);
+}
+static CUresult dead_alloc(CUdeviceptr *p, size_t n) {
+  (void)n;
+  if (!alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (faulted) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  *p = 0x100000;
+  return CUDA_SUCCESS;
+}
+static CUresult dead_free(CUdeviceptr p) {
+  (void)p;
+  return CUDA_SUCCESS;
+}
+
+static void install_dead(void) {
+  fake_driver_base(&fake);
+  fake.cuCtxGetDevice = dead_get_device;
+  fake.cuDevicePrimaryCtxReset = dead_reset;
+  fake.cuDevicePrimaryCtxRetain = dead_retain;
+  fake.cuMemAlloc = dead_alloc;
+  fake.cuMemFree = dead_free;
+  cudaev__driver_install(&fake, 13000);
+}
+
+Test(context, reset_after_a_fault_retains_the_primary_context_again) {
+  install_dead();
+  cr_assert_eq(cudaSetDevice(0), cudaSuccess);
+  void *p = NULL;
+  faulted = 1;
+  cr_expect_eq(cudaMalloc(&p, 16), cudaErrorIllegalAddress);
+  cr_expect_eq(cudaDeviceReset(), cudaSuccess);
+  cr_expect_eq(fake_current, (CUcontext)(uintptr_t)0x1000, "still current after the reset");
+  /* The next call re-initialises the primary context instead of using the
+   * dead one as it is (which would answer "context is destroyed"). */
+  cr_expect_eq(cudaMalloc(&p, 16), cudaSuccess);
+  cr_expect_eq(fake_retains, 1);
+  cr_expect_eq(cudaFree(p), cudaSuccess);
+  cr_expect_eq(cudaGetLastError(), cudaErrorIllegalAddress, "the fault, from before the reset");
+}
+
+Test(context, a_device_that_stays_unavailable_answers_every_call) {
+  install_dead();
+  cr_assert_eq(cudaSetDevice(0), cudaSuccess);
+  void *p = NULL;
+  faulted = 1;
+  cr_expect_eq(cudaMalloc(&p, 16), cudaErrorIllegalAddress);
+  cr_expect_eq(cudaDeviceReset(), cudaSuccess);
+  unavailable = 1;
+  int before = retain_calls;
+  /* The driver's own answer to the re-initialisation, on every call. */
+  cr_expect_eq(cudaMalloc(&p, 16), cudaErrorDevicesUnavailable);
+  cr_expect_eq(cudaMalloc(&p, 16), cudaErrorDevicesUnavailable);
+  cr_expect_eq(retain_calls, before + 2);
+  cr_expect_eq(cudaGetLastError(), cudaErrorDevicesUnavailable);
+  unavailable = 0;
+  cr_expect_eq(cudaMalloc(&p, 16), cudaSuccess, "and once it is back, the device works");
+  cr_expect_eq(cudaFree(p), cudaSuccess);
+}
