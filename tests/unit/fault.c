@@ -516,13 +516,17 @@ static void fail(const char *fmt, const char *what, long a, long b) {
 }
 
 /* Where the runtime answers a driver failure with another error by design:
- * a probe whose refusal means "no such object". */
+ * a probe whose refusal means "no such object"; a device that refuses a
+ * new primary context with a sticky fault's code, which NVIDIA's runtime
+ * reports as unavailable (measured on the H100 after an illegal address). */
 static const struct {
   const char *fn;
   CUresult r;
   cudaError_t e;
 } translations[] = {
     {"cuKernelGetLibrary", CUDA_ERROR_INVALID_VALUE, cudaErrorInvalidResourceHandle},
+    {"cuDevicePrimaryCtxRetain", CUDA_ERROR_ILLEGAL_ADDRESS, cudaErrorDevicesUnavailable},
+    {"cuDevicePrimaryCtxRetain", CUDA_ERROR_LAUNCH_FAILED, cudaErrorDevicesUnavailable},
 };
 
 static bool translated(cudaError_t e) {
