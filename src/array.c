@@ -291,18 +291,20 @@ cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
   CUmipmappedArray m = NULL;
   CUresult r = cudaev__drv.cuMipmappedArrayCreate(&m, &ad, numLevels);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  cudaev__handle_revive(m);
   *mipmappedArray = (cudaMipmappedArray_t)m;
   return cudaSuccess;
 }
 
-/* A freed array is remembered (src/handle.h, the table of destroyed
- * handles): the driver's copies crash on one (NVIDIA's runtime with them),
- * ours refuse it with cudaErrorInvalidResourceHandle. */
+/* A freed array or mipmapped array is remembered (src/handle.h, the table
+ * of destroyed handles): the driver's copies, queries and a second free
+ * crash on one (NVIDIA's runtime with them), ours refuse it with
+ * cudaErrorInvalidResourceHandle. Every use of an array handle below is
+ * checked the same way before the driver sees it. */
 cudaError_t cudaFreeArray(cudaArray_t array) {
   CUDAEV_CTX_OR_RETURN();
   if (array == NULL) return cudaSuccess;
-  /* The driver itself answers a second free (cudaErrorContextIsDestroyed,
-   * as with NVIDIA's runtime). */
+  CUDAEV_LIVE_OR_RETURN(array);
   cudaev__handle_bury(array);
   CUresult r = cudaev__drv.cuArrayDestroy((CUarray)array);
   if (r != CUDA_SUCCESS) cudaev__handle_revive(array);
@@ -312,7 +314,11 @@ cudaError_t cudaFreeArray(cudaArray_t array) {
 cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray) {
   CUDAEV_CTX_OR_RETURN();
   if (mipmappedArray == NULL) return cudaSuccess;
-  return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayDestroy((CUmipmappedArray)mipmappedArray));
+  CUDAEV_LIVE_OR_RETURN(mipmappedArray);
+  cudaev__handle_bury(mipmappedArray);
+  CUresult r = cudaev__drv.cuMipmappedArrayDestroy((CUmipmappedArray)mipmappedArray);
+  if (r != CUDA_SUCCESS) cudaev__handle_revive(mipmappedArray);
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray,
@@ -321,9 +327,11 @@ cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray,
   CUDAEV_CTX_OR_RETURN();
   if (levelArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
   if (mipmappedArray == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  CUDAEV_LIVE_OR_RETURN(mipmappedArray);
   CUarray a = NULL;
   CUresult r = cudaev__drv.cuMipmappedArrayGetLevel(&a, (CUmipmappedArray)mipmappedArray, level);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  cudaev__handle_revive(a);
   *levelArray = (cudaArray_t)a;
   return cudaSuccess;
 }
@@ -331,6 +339,7 @@ cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray,
 cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struct cudaExtent *extent,
                              unsigned int *flags, cudaArray_t array) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_LIVE_OR_RETURN(array);
   CUDA_ARRAY3D_DESCRIPTOR ad;
   CUresult r = cudaev__drv.cuArray3DGetDescriptor(&ad, (CUarray)array);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
@@ -347,6 +356,7 @@ cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struct cudaExte
 cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc *desc, cudaArray_const_t array) {
   CUDAEV_CTX_OR_RETURN();
   if (desc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(array);
   CUDA_ARRAY3D_DESCRIPTOR ad;
   CUresult r = cudaev__drv.cuArray3DGetDescriptor(&ad, (CUarray)array);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
@@ -357,9 +367,11 @@ cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc *desc, cudaArray_con
 cudaError_t cudaArrayGetPlane(cudaArray_t *pPlaneArray, cudaArray_t hArray, unsigned int planeIdx) {
   CUDAEV_CTX_OR_RETURN();
   if (pPlaneArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(hArray);
   CUarray p = NULL;
   CUresult r = cudaev__drv.cuArrayGetPlane(&p, (CUarray)hArray, planeIdx);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  cudaev__handle_revive(p);
   *pPlaneArray = (cudaArray_t)p;
   return cudaSuccess;
 }
@@ -371,6 +383,7 @@ cudaError_t cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *m
    * NVIDIA's runtime answers). */
   if (memoryRequirements == NULL || !cudaev__device_valid(device))
     return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(array);
   return cudaev__ret_cu(
       cudaev__drv.cuArrayGetMemoryRequirements((CUDA_ARRAY_MEMORY_REQUIREMENTS *)memoryRequirements,
                                                (CUarray)array, cudaev__rt.devices[device].dev));
@@ -384,6 +397,7 @@ cudaError_t cudaMipmappedArrayGetMemoryRequirements(
    * NVIDIA's runtime answers). */
   if (memoryRequirements == NULL || !cudaev__device_valid(device))
     return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(mipmap);
   return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayGetMemoryRequirements(
       (CUDA_ARRAY_MEMORY_REQUIREMENTS *)memoryRequirements, (CUmipmappedArray)mipmap,
       cudaev__rt.devices[device].dev));
@@ -393,6 +407,7 @@ cudaError_t cudaArrayGetSparseProperties(struct cudaArraySparseProperties *spars
                                          cudaArray_t array) {
   CUDAEV_CTX_OR_RETURN();
   if (sparseProperties == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(array);
   return cudaev__ret_cu(cudaev__drv.cuArrayGetSparseProperties(
       (CUDA_ARRAY_SPARSE_PROPERTIES *)sparseProperties, (CUarray)array));
 }
@@ -401,6 +416,7 @@ cudaError_t cudaMipmappedArrayGetSparseProperties(
     struct cudaArraySparseProperties *sparseProperties, cudaMipmappedArray_t mipmap) {
   CUDAEV_CTX_OR_RETURN();
   if (sparseProperties == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(mipmap);
   return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayGetSparseProperties(
       (CUDA_ARRAY_SPARSE_PROPERTIES *)sparseProperties, (CUmipmappedArray)mipmap));
 }
