@@ -4,6 +4,7 @@
  * (src/nvcc_abi.c) and lives in launch.h, which says what a launch costs;
  * its slow path is here. */
 #include "launch.h"
+#include "handle.h"
 #include "register.h"
 
 /* ---- launch ---------------------------------------------------------------- */
@@ -157,9 +158,18 @@ cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAt
                                             int value, int device) {
   CUDAEV_INIT_OR_RETURN();
   if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
-  CUkernel k;
-  cudaError_t e = cudaev__kernel_lookup(kernel, &k);
-  if (e != cudaSuccess) return cudaev__ret(e);
+  /* A kernel handle, not an entry address: NVIDIA's runtime answers NULL
+   * as a handle and hands any other value to the driver unchecked (a
+   * kernel whose library was unloaded still takes the attribute). Values
+   * that can be no object are refused before the driver reads them. */
+  if (kernel == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  CUDAEV_LIVE_OR_RETURN(kernel);
+  CUkernel k = (CUkernel)kernel;
+  struct cudaev__kfunc *f = cudaev__kfunc_find(kernel);
+  if (f != NULL) {
+    cudaError_t e = cudaev__kfunc_kernel(f, &k);
+    if (e != cudaSuccess) return cudaev__ret(e);
+  }
   if (!settable(attr)) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuKernelSetAttribute((CUfunction_attribute)attr, value, k,
                                                          cudaev__rt.devices[device].dev));
