@@ -91,6 +91,10 @@ static cudaError_t copy2d(struct side2d dst, struct side2d src, size_t width, si
     return cudaErrorInvalidPitchValue;
   cudaError_t e = cudaev__memcpy_kind_types(kind, &st, &dt);
   if (e != cudaSuccess) return e;
+  /* The driver faults on a pointer where no memory can be (handle.h). */
+  if ((dst.array == NULL && cudaev__ptr_impossible(dst.ptr)) ||
+      (src.array == NULL && cudaev__ptr_impossible(src.ptr)))
+    return cudaErrorInvalidValue;
   CUDA_MEMCPY2D m;
   memset(&m, 0, sizeof m);
   if (src.array != NULL) {
@@ -328,6 +332,10 @@ cudaError_t cudaev__memcpy3d_params(const struct cudaMemcpy3DParms *p, CUDA_MEMC
   if ((e = side_elem(p->srcArray, &se)) != cudaSuccess) return e;
   if ((e = side_elem(p->dstArray, &de)) != cudaSuccess) return e;
   if (sa && da && se != de) return cudaErrorInvalidValue;
+  /* The driver faults on a pointer where no memory can be (handle.h). */
+  if ((!sa && cudaev__ptr_impossible(p->srcPtr.ptr)) ||
+      (!da && cudaev__ptr_impossible(p->dstPtr.ptr)))
+    return cudaErrorInvalidValue;
   /* The extent counts elements of whichever array takes part, bytes when
    * none does, and so does a pointer side's x position when an array
    * takes part (measured on NVIDIA's: the documentation says bytes). */
@@ -419,6 +427,10 @@ static cudaError_t memcpy3d_peer(const struct cudaMemcpy3DPeerParms *p, enum how
 static cudaError_t memset2d(void *p, size_t pitch, int value, size_t width, size_t height,
                             enum how h, CUstream s) {
   if (width == 0 || height == 0) return cudaSuccess;
+  /* Rows that reach past the end of the address space cannot all be
+   * memory: the driver, asked for 2^62 of them, does not return within
+   * 30 s instead of refusing (nor does NVIDIA's runtime). */
+  if (pitch != 0 && height > CUDAEV_HANDLE_END / pitch) return cudaErrorInvalidValue;
   CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
   unsigned char v = (unsigned char)value;
   CUresult r = h == SYNC_LEGACY ? cudaev__drv.cuMemsetD2D8(d, pitch, v, width, height)
@@ -446,7 +458,10 @@ static cudaError_t memset3d(struct cudaPitchedPtr p, int value, struct cudaExten
 /* ---- exports ---------------------------------------------------------------- */
 
 /* Base export + per-thread variant sharing one body: SYNC picks the legacy
- * or per-thread default stream, ASYNC maps a NULL stream per variant. */
+ * or per-thread default stream, ASYNC maps a NULL stream per variant. An
+ * async call refuses a dead stream (handle.h) first: NVIDIA's runtime
+ * reaches the stream before any other argument, even for an empty copy,
+ * and crashes on one. */
 #define SYNC_HOW(pt) ((pt) ? SYNC_PTDS : SYNC_LEGACY)
 
 CUDAEV_DECLARE_VARIANT(cudaMemcpy2D, _ptds);
@@ -476,6 +491,7 @@ static cudaError_t memcpy2d_export(void *dst, size_t dpitch, const void *src, si
                                    size_t width, size_t height, enum cudaMemcpyKind kind,
                                    cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(
       memcpy2d(dst, dpitch, src, spitch, width, height, kind, h, stream_of(h, stream, pt)));
@@ -505,6 +521,7 @@ static cudaError_t to_array_export(cudaArray_t dst, size_t wOffset, size_t hOffs
                                    enum cudaMemcpyKind kind, cudaStream_t stream, bool async,
                                    bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memcpy2d_to_array(dst, wOffset, hOffset, src, spitch, width, height, kind, h,
                                        stream_of(h, stream, pt)));
@@ -541,6 +558,7 @@ static cudaError_t from_array_export(void *dst, size_t dpitch, cudaArray_const_t
                                      enum cudaMemcpyKind kind, cudaStream_t stream, bool async,
                                      bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memcpy2d_from_array(dst, dpitch, src, wOffset, hOffset, width, height, kind, h,
                                          stream_of(h, stream, pt)));
@@ -598,6 +616,7 @@ static cudaError_t to_array1d_export(cudaArray_t dst, size_t wOffset, size_t hOf
                                      const void *src, size_t count, enum cudaMemcpyKind kind,
                                      cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(
       memcpy_to_array(dst, wOffset, hOffset, src, count, kind, h, stream_of(h, stream, pt)));
@@ -625,6 +644,7 @@ static cudaError_t from_array1d_export(void *dst, cudaArray_const_t src, size_t 
                                        size_t hOffset, size_t count, enum cudaMemcpyKind kind,
                                        cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(
       memcpy_from_array(dst, src, wOffset, hOffset, count, kind, h, stream_of(h, stream, pt)));
@@ -671,6 +691,7 @@ cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size
 static cudaError_t memcpy3d_export(const struct cudaMemcpy3DParms *p, cudaStream_t stream,
                                    bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memcpy3d(p, h, stream_of(h, stream, pt)));
 }
@@ -691,6 +712,7 @@ cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream
 static cudaError_t memcpy3d_peer_export(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream,
                                         bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memcpy3d_peer(p, h, stream_of(h, stream, pt)));
 }
@@ -718,6 +740,7 @@ static cudaError_t batch_export(void *const *dsts, const void *const *srcs, cons
                                 size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
                                 size_t numAttrs, cudaStream_t stream, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(cudaev__drv.cuMemcpyBatchAsync(
       (CUdeviceptr *)(uintptr_t)dsts, (CUdeviceptr *)(uintptr_t)srcs, (size_t *)(uintptr_t)sizes,
       count, (CUmemcpyAttributes *)attrs, attrsIdxs, numAttrs, cudaev__stream(stream, pt)));
@@ -738,6 +761,7 @@ cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs
 static cudaError_t batch3d_export(size_t numOps, struct cudaMemcpy3DBatchOp *opList,
                                   unsigned long long flags, cudaStream_t stream, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(cudaev__drv.cuMemcpy3DBatchAsync(numOps, (CUDA_MEMCPY3D_BATCH_OP *)opList,
                                                          flags, cudaev__stream(stream, pt)));
 }
@@ -756,6 +780,7 @@ cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchO
 static cudaError_t memset2d_export(void *devPtr, size_t pitch, int value, size_t width,
                                    size_t height, cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memset2d(devPtr, pitch, value, width, height, h, stream_of(h, stream, pt)));
 }
@@ -778,6 +803,7 @@ cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t
 static cudaError_t memset3d_export(struct cudaPitchedPtr p, int value, struct cudaExtent extent,
                                    cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memset3d(p, value, extent, h, stream_of(h, stream, pt)));
 }
