@@ -263,6 +263,10 @@ cudaError_t cudaDeviceGetHostAtomicCapabilities(unsigned int *capabilities,
                                                 unsigned int count, int device) {
   CUdevice d;
   CUDAEV_DEVICE_OR_RETURN(device, d);
+  /* A list longer than there are operations can only repeat one; the
+   * driver reads and writes all `count` entries, and crashed on 2^31 of
+   * them (NVIDIA's runtime with it). */
+  if (count > CU_ATOMIC_OPERATION_MAX) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuDeviceGetHostAtomicCapabilities(
       capabilities, (const CUatomicOperation *)operations, count, d));
 }
@@ -285,6 +289,7 @@ cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
   CUdevice d;
   CUDAEV_DEVICE_OR_RETURN(device, d);
   if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN_ERR(memPool, cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuDeviceSetMemPool(d, (CUmemoryPool)memPool));
 }
 
@@ -303,16 +308,24 @@ cudaError_t cudaDeviceRegisterAsyncNotification(int device, cudaAsyncCallback ca
   if (callbackFunc == NULL || callback == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* cudaAsyncNotificationInfo_t and the callback type are laid out as the
    * driver's CUasyncNotificationInfo / CUasyncCallback. */
-  return cudaev__ret_cu(cudaev__drv.cuDeviceRegisterAsyncNotification(
+  CUresult r = cudaev__drv.cuDeviceRegisterAsyncNotification(
       d, (CUasyncCallback)(void (*)(void))callbackFunc, userData,
-      (CUasyncCallbackHandle *)callback));
+      (CUasyncCallbackHandle *)callback);
+  if (r == CUDA_SUCCESS) cudaev__handle_revive(*callback);
+  return cudaev__ret_cu(r);
 }
 
+/* An unregistered callback handle is remembered (handle.h): the driver
+ * crashes on a second unregister, and on a bogus handle (NVIDIA's runtime
+ * with it); ours answers cudaErrorInvalidValue, NVIDIA's answer to NULL. */
 cudaError_t cudaDeviceUnregisterAsyncNotification(int device, cudaAsyncCallbackHandle_t callback) {
   CUdevice d;
   CUDAEV_DEVICE_OR_RETURN(device, d);
-  return cudaev__ret_cu(
-      cudaev__drv.cuDeviceUnregisterAsyncNotification(d, (CUasyncCallbackHandle)callback));
+  CUDAEV_LIVE_OR_RETURN_ERR(callback, cudaErrorInvalidValue);
+  cudaev__handle_bury(callback);
+  CUresult r = cudaev__drv.cuDeviceUnregisterAsyncNotification(d, (CUasyncCallbackHandle)callback);
+  if (r != CUDA_SUCCESS) cudaev__handle_revive(callback);
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaDeviceGetNvSciSyncAttributes(void *nvSciSyncAttrList, int device, int flags) {
@@ -543,10 +556,18 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
 
 cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event) {
   CUDAEV_CTX_OR_RETURN();
-  if (handle == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  if (event == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
-  return cudaev__ret_cu(
-      cudaev__drv.cuIpcGetEventHandle((CUipcEventHandle *)handle, (CUevent)event));
+  /* NVIDIA's runtime lets the driver judge the event first: NULL is an
+   * invalid value, an event made without cudaEventInterprocess an invalid
+   * handle, even with a NULL `handle`. Ours asks the driver the same with a
+   * handle of its own, then refuses the NULL one; an event the driver
+   * would crash on (handle.h) never reaches it. */
+  if (event == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(event);
+  CUipcEventHandle own;
+  CUresult r = cudaev__drv.cuIpcGetEventHandle(handle != NULL ? (CUipcEventHandle *)handle : &own,
+                                               (CUevent)event);
+  if (r == CUDA_SUCCESS && handle == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle) {
