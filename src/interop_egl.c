@@ -148,6 +148,7 @@ cudaError_t cudaGraphicsResourceGetMappedEglFrame(cudaEglFrame *eglFrame,
                                                   cudaGraphicsResource_t resource,
                                                   unsigned int index, unsigned int mipLevel) {
   CUDAEV_CTX_OR_RETURN();
+  RESOURCE_OR_RETURN(resource);
   if (eglFrame == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUeglFrame f;
   memset(&f, 0, sizeof f);
