@@ -402,7 +402,16 @@ cudaError_t cudaev__memcpy3d_peer_params(const struct cudaMemcpy3DPeerParms *p,
   return cudaSuccess;
 }
 
+/* An empty extent is a successful no-op before any other part of the
+ * parameters is looked at: NVIDIA's runtime returns cudaSuccess for an
+ * all-zero cudaMemcpy3DParms (no array, no pointer, no kind), on a device
+ * (measured on an H100); only a NULL one is an invalid value. */
+static bool empty_extent(struct cudaExtent e) {
+  return e.width == 0 || e.height == 0 || e.depth == 0;
+}
+
 static cudaError_t memcpy3d(const struct cudaMemcpy3DParms *p, enum how h, CUstream s) {
+  if (p != NULL && empty_extent(p->extent)) return cudaSuccess;
   CUDA_MEMCPY3D m;
   cudaError_t e = cudaev__memcpy3d_params(p, &m);
   if (e != cudaSuccess) return e;
@@ -412,6 +421,7 @@ static cudaError_t memcpy3d(const struct cudaMemcpy3DParms *p, enum how h, CUstr
 }
 
 static cudaError_t memcpy3d_peer(const struct cudaMemcpy3DPeerParms *p, enum how h, CUstream s) {
+  if (p != NULL && empty_extent(p->extent)) return cudaSuccess;
   CUDA_MEMCPY3D_PEER m;
   cudaError_t e = cudaev__memcpy3d_peer_params(p, &m);
   if (e != cudaSuccess) return e;
