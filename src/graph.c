@@ -275,8 +275,9 @@ static struct cudaMemcpy3DParms memcpy1d(void *dst, const void *src, size_t coun
 }
 
 /* Symbol copies: the symbol's device address plus offset, bounds-checked
- * as cudaMemcpyToSymbol does; the kind must leave device memory on the
- * symbol's side. */
+ * as cudaMemcpyToSymbol does; then the kind, which must leave device
+ * memory on the symbol's side (NVIDIA's runtime looks the symbol up before
+ * the kind, as cudaMemcpyToSymbol does). */
 static cudaError_t symbol_addr(const void *symbol, size_t count, size_t offset, void **out) {
   CUdeviceptr base;
   size_t size;
@@ -290,24 +291,24 @@ static cudaError_t symbol_addr(const void *symbol, size_t count, size_t offset, 
 static cudaError_t to_symbol_params(const void *symbol, const void *src, size_t count,
                                     size_t offset, enum cudaMemcpyKind kind,
                                     struct cudaMemcpy3DParms *p) {
-  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
-      kind != cudaMemcpyDefault)
-    return cudaErrorInvalidMemcpyDirection;
   void *dst;
   cudaError_t e = symbol_addr(symbol, count, offset, &dst);
   if (e != cudaSuccess) return e;
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
+    return cudaErrorInvalidMemcpyDirection;
   *p = memcpy1d(dst, src, count, kind);
   return cudaSuccess;
 }
 
 static cudaError_t from_symbol_params(void *dst, const void *symbol, size_t count, size_t offset,
                                       enum cudaMemcpyKind kind, struct cudaMemcpy3DParms *p) {
-  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
-      kind != cudaMemcpyDefault)
-    return cudaErrorInvalidMemcpyDirection;
   void *src;
   cudaError_t e = symbol_addr(symbol, count, offset, &src);
   if (e != cudaSuccess) return e;
+  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
+    return cudaErrorInvalidMemcpyDirection;
   *p = memcpy1d(dst, src, count, kind);
   return cudaSuccess;
 }
