@@ -17,6 +17,16 @@
     (out) = cudaev__rt.devices[(ordinal)].dev;                                      \
   } while (0)
 
+/* The same for the calls where NVIDIA's runtime answers a bad ordinal with
+ * cudaErrorInvalidValue (cudaDeviceGetMemPool, cudaDeviceSetMemPool;
+ * measured on an H100). */
+#define CUDAEV_DEVICE_OR_VALUE(ordinal, out)                                       \
+  do {                                                                             \
+    CUDAEV_INIT_OR_RETURN();                                                       \
+    if (!cudaev__device_valid(ordinal)) return cudaev__ret(cudaErrorInvalidValue); \
+    (out) = cudaev__rt.devices[(ordinal)].dev;                                     \
+  } while (0)
+
 static int ordinal_of(CUdevice d) {
   for (int i = 0; i < cudaev__rt.device_count; i++)
     if (cudaev__rt.devices[i].dev == d) return i;
@@ -55,12 +65,16 @@ static int valid_len;
 cudaError_t cudaSetValidDevices(int *device_arr, int len) {
   CUDAEV_INIT_OR_RETURN();
   if (len < 0 || (len > 0 && device_arr == NULL)) return cudaev__ret(cudaErrorInvalidValue);
-  for (int i = 0; i < len; i++)
+  /* One pass, each entry checked for validity and then against the ones
+   * before it, so that a long list stops at its first bad entry: NVIDIA's
+   * runtime answers an all-zero list of INT_MAX entries with
+   * cudaErrorInvalidValue (measured; its second entry repeats the first),
+   * and a device listed twice is refused as it does. */
+  for (int i = 0; i < len; i++) {
     if (!cudaev__device_valid(device_arr[i])) return cudaev__ret(cudaErrorInvalidDevice);
-  /* A device listed twice is refused, as NVIDIA's runtime does (measured). */
-  for (int i = 0; i < len; i++)
     for (int j = 0; j < i; j++)
       if (device_arr[i] == device_arr[j]) return cudaev__ret(cudaErrorInvalidValue);
+  }
   int *copy = NULL;
   if (len > 0) {
     copy = malloc(sizeof *copy * (size_t)len);
@@ -280,14 +294,14 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device) {
 
 cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device) {
   CUdevice d;
-  CUDAEV_DEVICE_OR_RETURN(device, d);
+  CUDAEV_DEVICE_OR_VALUE(device, d);
   if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuDeviceGetMemPool((CUmemoryPool *)memPool, d));
 }
 
 cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
   CUdevice d;
-  CUDAEV_DEVICE_OR_RETURN(device, d);
+  CUDAEV_DEVICE_OR_VALUE(device, d);
   if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUDAEV_LIVE_OR_RETURN_ERR(memPool, cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuDeviceSetMemPool(d, (CUmemoryPool)memPool));
