@@ -14,22 +14,23 @@ CUDAEV_DECLARE_VARIANT(cudaMemcpyFromSymbolAsync, _ptsz);
 
 cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol) {
   CUDAEV_CTX_OR_RETURN();
-  if (devPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* The symbol before the output, as NVIDIA's runtime checks them. */
   CUdeviceptr p;
   size_t n;
   cudaError_t e = cudaev__symbol_lookup(symbol, &p, &n);
   if (e != cudaSuccess) return cudaev__ret(e);
+  if (devPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
   *devPtr = (void *)(uintptr_t)p;
   return cudaSuccess;
 }
 
 cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol) {
   CUDAEV_CTX_OR_RETURN();
-  if (size == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUdeviceptr p;
   size_t n;
   cudaError_t e = cudaev__symbol_lookup(symbol, &p, &n);
   if (e != cudaSuccess) return cudaev__ret(e);
+  if (size == NULL) return cudaev__ret(cudaErrorInvalidValue);
   *size = n;
   return cudaSuccess;
 }
