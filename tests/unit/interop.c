@@ -209,7 +209,9 @@ static struct cudaChannelFormatDesc chan(int x, int y, int z, int w, enum cudaCh
 }
 
 #if GRAPHICS
-#define CONN ((cudaEglStreamConnection *)(uintptr_t)0x3000)
+/* A connection, as the caller's variable that holds it. */
+static cudaEglStreamConnection conn_var = (cudaEglStreamConnection)(uintptr_t)0x103000;
+#define CONN (&conn_var)
 /* A registered resource, as far as the fake driver is concerned. */
 #define RES  ((cudaGraphicsResource_t)(uintptr_t)0x100099)
 
@@ -286,7 +288,7 @@ Test(interop, present_frame_rejected_before_the_driver) {
   cr_expect_eq(cudaEGLStreamProducerPresentFrame(CONN, f, NULL), cudaErrorInvalidChannelDescriptor);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidChannelDescriptor);
   f.planeDesc[0].channelDesc = chan(8, 0, 0, 0, cudaChannelFormatKindUnsigned);
-  cr_expect_eq(cudaEGLStreamProducerPresentFrame(NULL, f, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaEGLStreamProducerPresentFrame(NULL, f, NULL), cudaErrorInvalidResourceHandle);
   cr_expect_eq(got.calls, 0);
   got.result = CUDA_ERROR_INVALID_HANDLE;
   cr_expect_eq(cudaEGLStreamProducerPresentFrame(CONN, f, NULL), cudaErrorInvalidResourceHandle);
@@ -424,11 +426,12 @@ Test(interop, egl_pass_through) {
   cr_expect_eq(r, (cudaGraphicsResource_t)(uintptr_t)0x107000);
   cr_expect_eq(got.pst, (CUstream *)&s);
   cr_expect_eq(got.flags, 1000);
-  cr_expect_eq(cudaEGLStreamConsumerAcquireFrame(NULL, &r, &s, 0), cudaErrorInvalidValue);
+  cr_expect_eq(cudaEGLStreamConsumerAcquireFrame(NULL, &r, &s, 0), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaEGLStreamConsumerAcquireFrame(CONN, NULL, &s, 0), cudaErrorInvalidValue);
 
   /* Entry points the fake leaves out answer as a driver without them. */
   cr_expect_eq(cudaEGLStreamConsumerConnect(CONN, NULL), cudaErrorNotSupported);
-  cr_expect_eq(cudaEGLStreamConsumerConnect(NULL, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaEGLStreamConsumerConnect(NULL, NULL), cudaErrorInvalidResourceHandle);
 }
 
 /* ---- OpenGL --------------------------------------------------------------- */
