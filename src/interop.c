@@ -41,15 +41,19 @@ cudaError_t cudaExternalMemoryGetMappedMipmappedArray(
     cudaMipmappedArray_t *mipmap, cudaExternalMemory_t extMem,
     const struct cudaExternalMemoryMipmappedArrayDesc *mipmapDesc) {
   CUDAEV_CTX_OR_RETURN();
-  if (mipmap == NULL || mipmapDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  /* The driver aborts the process on zero levels (so does NVIDIA's runtime,
-   * measured on an H200); refuse it. */
-  if (mipmapDesc->numLevels == 0) return cudaev__ret(cudaErrorInvalidValue);
+  /* NVIDIA's order: the descriptor, its channel format, then the output
+   * (an all-zero descriptor is an invalid channel descriptor, even with a
+   * NULL output or a bad handle). */
+  if (mipmapDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC d;
   memset(&d, 0, sizeof d);
   cudaError_t e = cudaev__channel_to_format(&mipmapDesc->formatDesc, &d.arrayDesc.Format,
                                             &d.arrayDesc.NumChannels);
   if (e != cudaSuccess) return cudaev__ret(e);
+  if (mipmap == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* The driver aborts the process on zero levels (so does NVIDIA's runtime,
+   * measured on an H200); refuse it. */
+  if (mipmapDesc->numLevels == 0) return cudaev__ret(cudaErrorInvalidValue);
   d.offset = mipmapDesc->offset;
   d.arrayDesc.Width = mipmapDesc->extent.width;
   d.arrayDesc.Height = mipmapDesc->extent.height;

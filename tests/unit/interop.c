@@ -600,6 +600,10 @@ Test(interop, external_mipmapped_array_descriptor) {
   d.formatDesc = chan(32, 8, 0, 0, cudaChannelFormatKindFloat);
   cr_expect_eq(cudaExternalMemoryGetMappedMipmappedArray(&m, mem, &d),
                cudaErrorInvalidChannelDescriptor);
+  /* the channel format before the output, as NVIDIA's runtime checks them */
+  cr_expect_eq(cudaExternalMemoryGetMappedMipmappedArray(NULL, mem, &d),
+               cudaErrorInvalidChannelDescriptor);
+  d.formatDesc = chan(32, 32, 0, 0, cudaChannelFormatKindFloat);
   cr_expect_eq(cudaExternalMemoryGetMappedMipmappedArray(NULL, mem, &d), cudaErrorInvalidValue);
   cr_expect_eq(cudaExternalMemoryGetMappedMipmappedArray(&m, mem, NULL), cudaErrorInvalidValue);
   cr_expect_eq(got.calls, 0);
