@@ -110,12 +110,14 @@ cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
 cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (devPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
-    return cudaev__ret(cudaErrorInvalidValue);
+  /* Size 0 succeeds before the flags are looked at, as NVIDIA's does
+   * (measured: flags 0, which it refuses with a size, succeed). */
   if (size == 0) {
     *devPtr = NULL;
     return cudaSuccess;
   }
+  if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
+    return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemAllocManaged((CUdeviceptr *)devPtr, size, flags));
 }
 
