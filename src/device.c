@@ -149,9 +149,12 @@ cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int fl
   CUDAEV_INIT_OR_RETURN();
   if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
   (void)flags; /* NVIDIA's runtime accepts and ignores any value (measured) */
-  cudaError_t e = check_device_flags(deviceFlags);
-  if (e != cudaSuccess) return cudaev__ret(e);
-  if (deviceFlags != 0 && (e = set_primary_flags(device, deviceFlags)) != cudaSuccess)
+  /* Device flags cudaSetDeviceFlags would refuse are ignored here: NVIDIA's
+   * cudaInitDevice answers 0x100, 0x80000000 and 0xffffffff with
+   * cudaSuccess (measured on an H100). Valid ones are applied. */
+  cudaError_t e;
+  if (deviceFlags != 0 && check_device_flags(deviceFlags) == cudaSuccess &&
+      (e = set_primary_flags(device, deviceFlags)) != cudaSuccess)
     return cudaev__ret(e);
   CUcontext c;
   return cudaev__ret(cudaev__primary_ctx(device, &c));
