@@ -230,8 +230,12 @@ cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent
 
 /* ---- arrays --------------------------------------------------------------- */
 
-#define ARRAY_2D_FLAGS \
-  (cudaArraySurfaceLoadStore | cudaArrayTextureGather | cudaArraySparse | cudaArrayDeferredMapping)
+/* CUDA_ARRAY3D_VIDEO_ENCODE_DECODE has no cudaArray* name, but NVIDIA's
+ * runtime passes it to the driver in all three allocations (cudaSuccess,
+ * measured on an H100). */
+#define ARRAY_2D_FLAGS                                                    \
+  (cudaArraySurfaceLoadStore | cudaArrayTextureGather | cudaArraySparse | \
+   cudaArrayDeferredMapping | CUDA_ARRAY3D_VIDEO_ENCODE_DECODE)
 #define ARRAY_3D_FLAGS (ARRAY_2D_FLAGS | cudaArrayLayered | cudaArrayCubemap)
 
 /* The runtime's cudaArray* flags have the driver's CUDA_ARRAY3D_* values
