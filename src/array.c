@@ -214,9 +214,12 @@ cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t h
 cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent) {
   CUDAEV_CTX_OR_RETURN();
   if (pitchedDevPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* Rows past SIZE_MAX are asked for as SIZE_MAX rows: the driver refuses
+   * those (out of memory), after it refused an impossible width (invalid
+   * value), the order in which NVIDIA's runtime answers an all-ones
+   * extent. */
   size_t rows = extent.height * extent.depth;
-  if (extent.depth != 0 && rows / extent.depth != extent.height)
-    return cudaev__ret(cudaErrorMemoryAllocation);
+  if (extent.depth != 0 && rows / extent.depth != extent.height) rows = SIZE_MAX;
   void *p = NULL;
   size_t pitch = 0;
   cudaError_t e = malloc_pitch(&p, &pitch, extent.width, rows);
