@@ -201,7 +201,9 @@ static cudaError_t memcpy2d_array_to_array(cudaArray_t dst, size_t wOffsetDst, s
                                            enum cudaMemcpyKind kind, enum how h) {
   bool done;
   cudaError_t e = pre2d(width, height, 0, false, kind, KINDS_ARRAY_TO_ARRAY, &done);
-  if (e == cudaSuccess && !done) e = need_array(dst);
+  /* Here a NULL destination is an invalid value, not an invalid handle
+   * (NVIDIA's runtime answers it so; a NULL source is an invalid handle). */
+  if (e == cudaSuccess && !done) e = dst == NULL ? cudaErrorInvalidValue : need_array(dst);
   if (e == cudaSuccess && !done) e = need_array(src);
   if (e != cudaSuccess || done) return e;
   struct side2d d = {(CUarray)dst, NULL, 0, wOffsetDst, hOffsetDst};
