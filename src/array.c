@@ -214,9 +214,12 @@ cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t h
 cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent) {
   CUDAEV_CTX_OR_RETURN();
   if (pitchedDevPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* Rows past SIZE_MAX are asked for as SIZE_MAX rows: the driver refuses
+   * those (out of memory), after it refused an impossible width (invalid
+   * value), the order in which NVIDIA's runtime answers an all-ones
+   * extent. */
   size_t rows = extent.height * extent.depth;
-  if (extent.depth != 0 && rows / extent.depth != extent.height)
-    return cudaev__ret(cudaErrorMemoryAllocation);
+  if (extent.depth != 0 && rows / extent.depth != extent.height) rows = SIZE_MAX;
   void *p = NULL;
   size_t pitch = 0;
   cudaError_t e = malloc_pitch(&p, &pitch, extent.width, rows);
@@ -230,8 +233,12 @@ cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent
 
 /* ---- arrays --------------------------------------------------------------- */
 
-#define ARRAY_2D_FLAGS \
-  (cudaArraySurfaceLoadStore | cudaArrayTextureGather | cudaArraySparse | cudaArrayDeferredMapping)
+/* CUDA_ARRAY3D_VIDEO_ENCODE_DECODE has no cudaArray* name, but NVIDIA's
+ * runtime passes it to the driver in all three allocations (cudaSuccess,
+ * measured on an H100). */
+#define ARRAY_2D_FLAGS                                                    \
+  (cudaArraySurfaceLoadStore | cudaArrayTextureGather | cudaArraySparse | \
+   cudaArrayDeferredMapping | CUDA_ARRAY3D_VIDEO_ENCODE_DECODE)
 #define ARRAY_3D_FLAGS (ARRAY_2D_FLAGS | cudaArrayLayered | cudaArrayCubemap)
 
 /* The runtime's cudaArray* flags have the driver's CUDA_ARRAY3D_* values
@@ -291,18 +298,20 @@ cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
   CUmipmappedArray m = NULL;
   CUresult r = cudaev__drv.cuMipmappedArrayCreate(&m, &ad, numLevels);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  cudaev__handle_revive(m);
   *mipmappedArray = (cudaMipmappedArray_t)m;
   return cudaSuccess;
 }
 
-/* A freed array is remembered (src/handle.h, the table of destroyed
- * handles): the driver's copies crash on one (NVIDIA's runtime with them),
- * ours refuse it with cudaErrorInvalidResourceHandle. */
+/* A freed array or mipmapped array is remembered (src/handle.h, the table
+ * of destroyed handles): the driver's copies, queries and a second free
+ * crash on one (NVIDIA's runtime with them), ours refuse it with
+ * cudaErrorInvalidResourceHandle. Every use of an array handle below is
+ * checked the same way before the driver sees it. */
 cudaError_t cudaFreeArray(cudaArray_t array) {
   CUDAEV_CTX_OR_RETURN();
   if (array == NULL) return cudaSuccess;
-  /* The driver itself answers a second free (cudaErrorContextIsDestroyed,
-   * as with NVIDIA's runtime). */
+  CUDAEV_LIVE_OR_RETURN(array);
   cudaev__handle_bury(array);
   CUresult r = cudaev__drv.cuArrayDestroy((CUarray)array);
   if (r != CUDA_SUCCESS) cudaev__handle_revive(array);
@@ -312,7 +321,11 @@ cudaError_t cudaFreeArray(cudaArray_t array) {
 cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray) {
   CUDAEV_CTX_OR_RETURN();
   if (mipmappedArray == NULL) return cudaSuccess;
-  return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayDestroy((CUmipmappedArray)mipmappedArray));
+  CUDAEV_LIVE_OR_RETURN(mipmappedArray);
+  cudaev__handle_bury(mipmappedArray);
+  CUresult r = cudaev__drv.cuMipmappedArrayDestroy((CUmipmappedArray)mipmappedArray);
+  if (r != CUDA_SUCCESS) cudaev__handle_revive(mipmappedArray);
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray,
@@ -321,9 +334,11 @@ cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray,
   CUDAEV_CTX_OR_RETURN();
   if (levelArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
   if (mipmappedArray == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  CUDAEV_LIVE_OR_RETURN(mipmappedArray);
   CUarray a = NULL;
   CUresult r = cudaev__drv.cuMipmappedArrayGetLevel(&a, (CUmipmappedArray)mipmappedArray, level);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  cudaev__handle_revive(a);
   *levelArray = (cudaArray_t)a;
   return cudaSuccess;
 }
@@ -331,6 +346,7 @@ cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray,
 cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struct cudaExtent *extent,
                              unsigned int *flags, cudaArray_t array) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_LIVE_OR_RETURN(array);
   CUDA_ARRAY3D_DESCRIPTOR ad;
   CUresult r = cudaev__drv.cuArray3DGetDescriptor(&ad, (CUarray)array);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
@@ -347,6 +363,7 @@ cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struct cudaExte
 cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc *desc, cudaArray_const_t array) {
   CUDAEV_CTX_OR_RETURN();
   if (desc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(array);
   CUDA_ARRAY3D_DESCRIPTOR ad;
   CUresult r = cudaev__drv.cuArray3DGetDescriptor(&ad, (CUarray)array);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
@@ -357,9 +374,11 @@ cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc *desc, cudaArray_con
 cudaError_t cudaArrayGetPlane(cudaArray_t *pPlaneArray, cudaArray_t hArray, unsigned int planeIdx) {
   CUDAEV_CTX_OR_RETURN();
   if (pPlaneArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(hArray);
   CUarray p = NULL;
   CUresult r = cudaev__drv.cuArrayGetPlane(&p, (CUarray)hArray, planeIdx);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  cudaev__handle_revive(p);
   *pPlaneArray = (cudaArray_t)p;
   return cudaSuccess;
 }
@@ -371,6 +390,7 @@ cudaError_t cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *m
    * NVIDIA's runtime answers). */
   if (memoryRequirements == NULL || !cudaev__device_valid(device))
     return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(array);
   return cudaev__ret_cu(
       cudaev__drv.cuArrayGetMemoryRequirements((CUDA_ARRAY_MEMORY_REQUIREMENTS *)memoryRequirements,
                                                (CUarray)array, cudaev__rt.devices[device].dev));
@@ -384,6 +404,7 @@ cudaError_t cudaMipmappedArrayGetMemoryRequirements(
    * NVIDIA's runtime answers). */
   if (memoryRequirements == NULL || !cudaev__device_valid(device))
     return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(mipmap);
   return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayGetMemoryRequirements(
       (CUDA_ARRAY_MEMORY_REQUIREMENTS *)memoryRequirements, (CUmipmappedArray)mipmap,
       cudaev__rt.devices[device].dev));
@@ -393,6 +414,7 @@ cudaError_t cudaArrayGetSparseProperties(struct cudaArraySparseProperties *spars
                                          cudaArray_t array) {
   CUDAEV_CTX_OR_RETURN();
   if (sparseProperties == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(array);
   return cudaev__ret_cu(cudaev__drv.cuArrayGetSparseProperties(
       (CUDA_ARRAY_SPARSE_PROPERTIES *)sparseProperties, (CUarray)array));
 }
@@ -401,6 +423,7 @@ cudaError_t cudaMipmappedArrayGetSparseProperties(
     struct cudaArraySparseProperties *sparseProperties, cudaMipmappedArray_t mipmap) {
   CUDAEV_CTX_OR_RETURN();
   if (sparseProperties == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(mipmap);
   return cudaev__ret_cu(cudaev__drv.cuMipmappedArrayGetSparseProperties(
       (CUDA_ARRAY_SPARSE_PROPERTIES *)sparseProperties, (CUmipmappedArray)mipmap));
 }

@@ -19,6 +19,16 @@
     (out) = cudaev__rt.devices[(ordinal)].dev;                                      \
   } while (0)
 
+/* The same for the calls where NVIDIA's runtime answers a bad ordinal with
+ * cudaErrorInvalidValue (cudaDeviceGetMemPool, cudaDeviceSetMemPool;
+ * measured on an H100). */
+#define CUDAEV_DEVICE_OR_VALUE(ordinal, out)                                       \
+  do {                                                                             \
+    CUDAEV_INIT_OR_RETURN();                                                       \
+    if (!cudaev__device_valid(ordinal)) return cudaev__ret(cudaErrorInvalidValue); \
+    (out) = cudaev__rt.devices[(ordinal)].dev;                                     \
+  } while (0)
+
 static int ordinal_of(CUdevice d) {
   for (int i = 0; i < cudaev__rt.device_count; i++)
     if (cudaev__rt.devices[i].dev == d) return i;
@@ -60,12 +70,16 @@ static int valid_len;
 cudaError_t cudaSetValidDevices(int *device_arr, int len) {
   CUDAEV_INIT_OR_RETURN();
   if (len < 0 || (len > 0 && device_arr == NULL)) return cudaev__ret(cudaErrorInvalidValue);
-  for (int i = 0; i < len; i++)
+  /* One pass, each entry checked for validity and then against the ones
+   * before it, so that a long list stops at its first bad entry: NVIDIA's
+   * runtime answers an all-zero list of INT_MAX entries with
+   * cudaErrorInvalidValue (measured; its second entry repeats the first),
+   * and a device listed twice is refused as it does. */
+  for (int i = 0; i < len; i++) {
     if (!cudaev__device_valid(device_arr[i])) return cudaev__ret(cudaErrorInvalidDevice);
-  /* A device listed twice is refused, as NVIDIA's runtime does (measured). */
-  for (int i = 0; i < len; i++)
     for (int j = 0; j < i; j++)
       if (device_arr[i] == device_arr[j]) return cudaev__ret(cudaErrorInvalidValue);
+  }
   int *copy = NULL;
   if (len > 0) {
     copy = malloc(sizeof *copy * (size_t)len);
@@ -142,9 +156,12 @@ cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int fl
   CUDAEV_INIT_OR_RETURN();
   if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
   (void)flags; /* NVIDIA's runtime accepts and ignores any value (measured) */
-  cudaError_t e = check_device_flags(deviceFlags);
-  if (e != cudaSuccess) return cudaev__ret(e);
-  if (deviceFlags != 0 && (e = set_primary_flags(device, deviceFlags)) != cudaSuccess)
+  /* Device flags cudaSetDeviceFlags would refuse are ignored here: NVIDIA's
+   * cudaInitDevice answers 0x100, 0x80000000 and 0xffffffff with
+   * cudaSuccess (measured on an H100). Valid ones are applied. */
+  cudaError_t e;
+  if (deviceFlags != 0 && check_device_flags(deviceFlags) == cudaSuccess &&
+      (e = set_primary_flags(device, deviceFlags)) != cudaSuccess)
     return cudaev__ret(e);
   CUcontext c;
   return cudaev__ret(cudaev__primary_ctx(device, &c));
@@ -277,6 +294,10 @@ cudaError_t cudaDeviceGetHostAtomicCapabilities(unsigned int *capabilities,
                                                 unsigned int count, int device) {
   CUdevice d;
   CUDAEV_DEVICE_OR_RETURN(device, d);
+  /* A list longer than there are operations can only repeat one; the
+   * driver reads and writes all `count` entries, and crashed on 2^31 of
+   * them (NVIDIA's runtime with it). */
+  if (count > CU_ATOMIC_OPERATION_MAX) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuDeviceGetHostAtomicCapabilities(
       capabilities, (const CUatomicOperation *)operations, count, d));
 }
@@ -290,15 +311,16 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device) {
 
 cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device) {
   CUdevice d;
-  CUDAEV_DEVICE_OR_RETURN(device, d);
+  CUDAEV_DEVICE_OR_VALUE(device, d);
   if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuDeviceGetMemPool((CUmemoryPool *)memPool, d));
 }
 
 cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
   CUdevice d;
-  CUDAEV_DEVICE_OR_RETURN(device, d);
+  CUDAEV_DEVICE_OR_VALUE(device, d);
   if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN_ERR(memPool, cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuDeviceSetMemPool(d, (CUmemoryPool)memPool));
 }
 
@@ -317,16 +339,24 @@ cudaError_t cudaDeviceRegisterAsyncNotification(int device, cudaAsyncCallback ca
   if (callbackFunc == NULL || callback == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* cudaAsyncNotificationInfo_t and the callback type are laid out as the
    * driver's CUasyncNotificationInfo / CUasyncCallback. */
-  return cudaev__ret_cu(cudaev__drv.cuDeviceRegisterAsyncNotification(
+  CUresult r = cudaev__drv.cuDeviceRegisterAsyncNotification(
       d, (CUasyncCallback)(void (*)(void))callbackFunc, userData,
-      (CUasyncCallbackHandle *)callback));
+      (CUasyncCallbackHandle *)callback);
+  if (r == CUDA_SUCCESS) cudaev__handle_revive(*callback);
+  return cudaev__ret_cu(r);
 }
 
+/* An unregistered callback handle is remembered (handle.h): the driver
+ * crashes on a second unregister, and on a bogus handle (NVIDIA's runtime
+ * with it); ours answers cudaErrorInvalidValue, NVIDIA's answer to NULL. */
 cudaError_t cudaDeviceUnregisterAsyncNotification(int device, cudaAsyncCallbackHandle_t callback) {
   CUdevice d;
   CUDAEV_DEVICE_OR_RETURN(device, d);
-  return cudaev__ret_cu(
-      cudaev__drv.cuDeviceUnregisterAsyncNotification(d, (CUasyncCallbackHandle)callback));
+  CUDAEV_LIVE_OR_RETURN_ERR(callback, cudaErrorInvalidValue);
+  cudaev__handle_bury(callback);
+  CUresult r = cudaev__drv.cuDeviceUnregisterAsyncNotification(d, (CUasyncCallbackHandle)callback);
+  if (r != CUDA_SUCCESS) cudaev__handle_revive(callback);
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaDeviceGetNvSciSyncAttributes(void *nvSciSyncAttrList, int device, int flags) {
@@ -557,10 +587,18 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
 
 cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event) {
   CUDAEV_CTX_OR_RETURN();
-  if (handle == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  if (event == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
-  return cudaev__ret_cu(
-      cudaev__drv.cuIpcGetEventHandle((CUipcEventHandle *)handle, (CUevent)event));
+  /* NVIDIA's runtime lets the driver judge the event first: NULL is an
+   * invalid value, an event made without cudaEventInterprocess an invalid
+   * handle, even with a NULL `handle`. Ours asks the driver the same with a
+   * handle of its own, then refuses the NULL one; an event the driver
+   * would crash on (handle.h) never reaches it. */
+  if (event == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(event);
+  CUipcEventHandle own;
+  CUresult r = cudaev__drv.cuIpcGetEventHandle(handle != NULL ? (CUipcEventHandle *)handle : &own,
+                                               (CUevent)event);
+  if (r == CUDA_SUCCESS && handle == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle) {

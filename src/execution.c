@@ -4,6 +4,7 @@
  * (src/nvcc_abi.c) and lives in launch.h, which says what a launch costs;
  * its slow path is here. */
 #include "launch.h"
+#include "handle.h"
 #include "register.h"
 
 /* ---- launch ---------------------------------------------------------------- */
@@ -144,11 +145,12 @@ static bool settable(enum cudaFuncAttribute attr) {
 
 cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value) {
   CUDAEV_INIT_OR_RETURN();
+  /* The attribute before the function, as NVIDIA's runtime checks them. */
+  if (!settable(attr)) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   CUdevice dev;
   cudaError_t e = kernel_and_device(func, &k, &dev);
   if (e != cudaSuccess) return cudaev__ret(e);
-  if (!settable(attr)) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(
       cudaev__drv.cuKernelSetAttribute((CUfunction_attribute)attr, value, k, dev));
 }
@@ -157,9 +159,18 @@ cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAt
                                             int value, int device) {
   CUDAEV_INIT_OR_RETURN();
   if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
-  CUkernel k;
-  cudaError_t e = cudaev__kernel_lookup(kernel, &k);
-  if (e != cudaSuccess) return cudaev__ret(e);
+  /* A kernel handle, not an entry address: NVIDIA's runtime answers NULL
+   * as a handle and hands any other value to the driver unchecked (a
+   * kernel whose library was unloaded still takes the attribute). Values
+   * that can be no object are refused before the driver reads them. */
+  if (kernel == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  CUDAEV_LIVE_OR_RETURN(kernel);
+  CUkernel k = (CUkernel)kernel;
+  struct cudaev__kfunc *f = cudaev__kfunc_find(kernel);
+  if (f != NULL) {
+    cudaError_t e = cudaev__kfunc_kernel(f, &k);
+    if (e != cudaSuccess) return cudaev__ret(e);
+  }
   if (!settable(attr)) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuKernelSetAttribute((CUfunction_attribute)attr, value, k,
                                                          cudaev__rt.devices[device].dev));
@@ -204,10 +215,11 @@ cudaError_t cudaFuncGetName(const char **name, const void *func) {
 cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset,
                                  size_t *paramSize) {
   CUDAEV_INIT_OR_RETURN();
+  /* The output before the function, as NVIDIA's runtime checks them. */
+  if (paramOffset == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = cudaev__kernel_lookup(func, &k);
   if (e != cudaSuccess) return cudaev__ret(e);
-  if (paramOffset == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuKernelGetParamInfo(k, paramIndex, paramOffset, paramSize));
 }
 
@@ -225,11 +237,12 @@ cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr) {
 
 cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr) {
   CUDAEV_CTX_OR_RETURN();
-  if (functionPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  /* An entry address only, as for cudaGetKernel. */
+  /* An entry address only, as for cudaGetKernel; looked up before the
+   * output is, as NVIDIA's runtime does. */
   CUkernel k;
   cudaError_t e = cudaev__kernel_lookup_registered(symbolPtr, &k);
   if (e != cudaSuccess) return cudaev__ret(e);
+  if (functionPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUfunction fn = NULL;
   CUresult r = cudaev__drv.cuKernelGetFunction(&fn, k);
   if (r == CUDA_ERROR_NOT_FOUND) return cudaev__ret(cudaErrorInvalidDeviceFunction);

@@ -27,14 +27,44 @@
     return cudaev__ret_cu(expr); \
   } while (0)
 
-/* Same, for a call naming an event or stream: one destroyed through this
- * runtime is refused before the driver, which would crash on it
- * (handle.h). */
-#define GRAPH_CALL_LIVE(h, expr) \
-  do {                           \
-    CUDAEV_CTX_OR_RETURN();      \
-    CUDAEV_LIVE_OR_RETURN(h);    \
-    return cudaev__ret_cu(expr); \
+/* Graphs, nodes, executable graphs and user objects the driver would crash
+ * on (handle.h: values where no object can be, nodes destroyed through
+ * cudaGraphDestroyNode) are refused with cudaErrorInvalidValue, NVIDIA's
+ * answer to a NULL one. The check comes right before the driver call,
+ * after the parameter conversions, whose errors NVIDIA's runtime reports
+ * first (a bad kernel or symbol before a bad graph). */
+#define GRAPH_LIVE_OR_RETURN(...)                                               \
+  do {                                                                          \
+    const void *const live_[] = {__VA_ARGS__};                                  \
+    for (size_t live_i_ = 0; live_i_ < sizeof live_ / sizeof *live_; live_i_++) \
+      CUDAEV_LIVE_OR_RETURN_ERR(live_[live_i_], cudaErrorInvalidValue);         \
+  } while (0)
+
+/* GRAPH_CALL for a call naming graph handles: `handles` is their list in
+ * parentheses. */
+#define GRAPH_CALL_ON(handles, expr) \
+  do {                               \
+    CUDAEV_CTX_OR_RETURN();          \
+    GRAPH_LIVE_OR_RETURN handles;    \
+    return cudaev__ret_cu(expr);     \
+  } while (0)
+
+/* A node handle the driver hands out through this runtime is live again
+ * (it may reuse the address of a destroyed one): the first `n` of `nodes`,
+ * and leaves through the driver's result `r`. */
+static cudaError_t nodes_out(CUresult r, const cudaGraphNode_t *nodes, size_t n) {
+  if (r == CUDA_SUCCESS && nodes != NULL)
+    for (size_t i = 0; i < n; i++) cudaev__handle_revive(nodes[i]);
+  return cudaev__ret_cu(r);
+}
+
+/* GRAPH_CALL_ON for the cudaGraphAdd*Node functions: the new node,
+ * *pGraphNode, is handed out. */
+#define ADD_CALL_ON(handles, expr)         \
+  do {                                     \
+    CUDAEV_CTX_OR_RETURN();                \
+    GRAPH_LIVE_OR_RETURN handles;          \
+    return nodes_out(expr, pGraphNode, 1); \
   } while (0)
 
 static CUcontext current_ctx(void) {
@@ -248,8 +278,9 @@ static struct cudaMemcpy3DParms memcpy1d(void *dst, const void *src, size_t coun
 }
 
 /* Symbol copies: the symbol's device address plus offset, bounds-checked
- * as cudaMemcpyToSymbol does; the kind must leave device memory on the
- * symbol's side. */
+ * as cudaMemcpyToSymbol does; then the kind, which must leave device
+ * memory on the symbol's side (NVIDIA's runtime looks the symbol up before
+ * the kind, as cudaMemcpyToSymbol does). */
 static cudaError_t symbol_addr(const void *symbol, size_t count, size_t offset, void **out) {
   CUdeviceptr base;
   size_t size;
@@ -263,24 +294,24 @@ static cudaError_t symbol_addr(const void *symbol, size_t count, size_t offset, 
 static cudaError_t to_symbol_params(const void *symbol, const void *src, size_t count,
                                     size_t offset, enum cudaMemcpyKind kind,
                                     struct cudaMemcpy3DParms *p) {
-  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
-      kind != cudaMemcpyDefault)
-    return cudaErrorInvalidMemcpyDirection;
   void *dst;
   cudaError_t e = symbol_addr(symbol, count, offset, &dst);
   if (e != cudaSuccess) return e;
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
+    return cudaErrorInvalidMemcpyDirection;
   *p = memcpy1d(dst, src, count, kind);
   return cudaSuccess;
 }
 
 static cudaError_t from_symbol_params(void *dst, const void *symbol, size_t count, size_t offset,
                                       enum cudaMemcpyKind kind, struct cudaMemcpy3DParms *p) {
-  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
-      kind != cudaMemcpyDefault)
-    return cudaErrorInvalidMemcpyDirection;
   void *src;
   cudaError_t e = symbol_addr(symbol, count, offset, &src);
   if (e != cudaSuccess) return e;
+  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
+    return cudaErrorInvalidMemcpyDirection;
   *p = memcpy1d(dst, src, count, kind);
   return cudaSuccess;
 }
@@ -335,78 +366,116 @@ cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags) {
 }
 
 cudaError_t cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph) {
-  GRAPH_CALL(cudaev__drv.cuGraphClone((CUgraph *)pGraphClone, (CUgraph)originalGraph));
+  GRAPH_CALL_ON((originalGraph),
+                cudaev__drv.cuGraphClone((CUgraph *)pGraphClone, (CUgraph)originalGraph));
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  GRAPH_CALL(cudaev__drv.cuGraphDestroy((CUgraph)graph));
+  GRAPH_CALL_ON((graph), cudaev__drv.cuGraphDestroy((CUgraph)graph));
 }
 
 /* The runtime prints the runtime's names for types (cudaMemcpy3DParms...),
  * which the driver does with CU_GRAPH_DEBUG_DOT_FLAGS_RUNTIME_TYPES. */
 cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char *path, unsigned int flags) {
-  GRAPH_CALL(cudaev__drv.cuGraphDebugDotPrint((CUgraph)graph, path,
-                                              flags | CU_GRAPH_DEBUG_DOT_FLAGS_RUNTIME_TYPES));
+  GRAPH_CALL_ON((graph), cudaev__drv.cuGraphDebugDotPrint(
+                             (CUgraph)graph, path, flags | CU_GRAPH_DEBUG_DOT_FLAGS_RUNTIME_TYPES));
 }
 
 cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
-  GRAPH_CALL(cudaev__drv.cuGraphGetNodes((CUgraph)graph, (CUgraphNode *)nodes, numNodes));
+  CUDAEV_CTX_OR_RETURN();
+  GRAPH_LIVE_OR_RETURN(graph);
+  size_t n = numNodes != NULL ? *numNodes : 0;
+  CUresult r = cudaev__drv.cuGraphGetNodes((CUgraph)graph, (CUgraphNode *)nodes, numNodes);
+  return nodes_out(r, nodes, r == CUDA_SUCCESS && *numNodes < n ? *numNodes : n);
 }
 
 cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes,
                                   size_t *pNumRootNodes) {
-  GRAPH_CALL(
-      cudaev__drv.cuGraphGetRootNodes((CUgraph)graph, (CUgraphNode *)pRootNodes, pNumRootNodes));
+  CUDAEV_CTX_OR_RETURN();
+  GRAPH_LIVE_OR_RETURN(graph);
+  size_t n = pNumRootNodes != NULL ? *pNumRootNodes : 0;
+  CUresult r =
+      cudaev__drv.cuGraphGetRootNodes((CUgraph)graph, (CUgraphNode *)pRootNodes, pNumRootNodes);
+  return nodes_out(r, pRootNodes, r == CUDA_SUCCESS && *pNumRootNodes < n ? *pNumRootNodes : n);
 }
 
 cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *from, cudaGraphNode_t *to,
                               cudaGraphEdgeData *edgeData, size_t *numEdges) {
-  GRAPH_CALL(cudaev__drv.cuGraphGetEdges((CUgraph)graph, (CUgraphNode *)from, (CUgraphNode *)to,
-                                         (CUgraphEdgeData *)edgeData, numEdges));
+  CUDAEV_CTX_OR_RETURN();
+  GRAPH_LIVE_OR_RETURN(graph);
+  size_t n = numEdges != NULL ? *numEdges : 0;
+  CUresult r = cudaev__drv.cuGraphGetEdges((CUgraph)graph, (CUgraphNode *)from, (CUgraphNode *)to,
+                                           (CUgraphEdgeData *)edgeData, numEdges);
+  if (r == CUDA_SUCCESS && *numEdges < n) n = *numEdges;
+  nodes_out(r, from, n);
+  return nodes_out(r, to, n);
 }
 
 cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *pDependencies,
                                          cudaGraphEdgeData *edgeData, size_t *pNumDependencies) {
-  GRAPH_CALL(cudaev__drv.cuGraphNodeGetDependencies((CUgraphNode)node, (CUgraphNode *)pDependencies,
-                                                    (CUgraphEdgeData *)edgeData, pNumDependencies));
+  CUDAEV_CTX_OR_RETURN();
+  GRAPH_LIVE_OR_RETURN(node);
+  size_t n = pNumDependencies != NULL ? *pNumDependencies : 0;
+  CUresult r =
+      cudaev__drv.cuGraphNodeGetDependencies((CUgraphNode)node, (CUgraphNode *)pDependencies,
+                                             (CUgraphEdgeData *)edgeData, pNumDependencies);
+  if (r == CUDA_SUCCESS && *pNumDependencies < n) n = *pNumDependencies;
+  return nodes_out(r, pDependencies, n);
 }
 
 cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t *pDependentNodes,
                                            cudaGraphEdgeData *edgeData,
                                            size_t *pNumDependentNodes) {
-  GRAPH_CALL(
+  CUDAEV_CTX_OR_RETURN();
+  GRAPH_LIVE_OR_RETURN(node);
+  size_t n = pNumDependentNodes != NULL ? *pNumDependentNodes : 0;
+  CUresult r =
       cudaev__drv.cuGraphNodeGetDependentNodes((CUgraphNode)node, (CUgraphNode *)pDependentNodes,
-                                               (CUgraphEdgeData *)edgeData, pNumDependentNodes));
+                                               (CUgraphEdgeData *)edgeData, pNumDependentNodes);
+  if (r == CUDA_SUCCESS && *pNumDependentNodes < n) n = *pNumDependentNodes;
+  return nodes_out(r, pDependentNodes, n);
 }
 
 cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from,
                                      const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData,
                                      size_t numDependencies) {
-  GRAPH_CALL(cudaev__drv.cuGraphAddDependencies(
-      (CUgraph)graph, (const CUgraphNode *)from, (const CUgraphNode *)to,
-      (const CUgraphEdgeData *)edgeData, numDependencies));
+  GRAPH_CALL_ON((graph), cudaev__drv.cuGraphAddDependencies(
+                             (CUgraph)graph, (const CUgraphNode *)from, (const CUgraphNode *)to,
+                             (const CUgraphEdgeData *)edgeData, numDependencies));
 }
 
 cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t *from,
                                         const cudaGraphNode_t *to,
                                         const cudaGraphEdgeData *edgeData, size_t numDependencies) {
-  GRAPH_CALL(cudaev__drv.cuGraphRemoveDependencies(
-      (CUgraph)graph, (const CUgraphNode *)from, (const CUgraphNode *)to,
-      (const CUgraphEdgeData *)edgeData, numDependencies));
+  GRAPH_CALL_ON((graph), cudaev__drv.cuGraphRemoveDependencies(
+                             (CUgraph)graph, (const CUgraphNode *)from, (const CUgraphNode *)to,
+                             (const CUgraphEdgeData *)edgeData, numDependencies));
 }
 
+/* A destroyed node is remembered (handle.h): the driver crashes on one
+ * (cudaGraphDestroyNode again, the kernel node attributes,
+ * cudaGraphNodeFindInClone), NVIDIA's runtime with it. */
 cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
-  GRAPH_CALL(cudaev__drv.cuGraphDestroyNode((CUgraphNode)node));
+  CUDAEV_CTX_OR_RETURN();
+  GRAPH_LIVE_OR_RETURN(node);
+  cudaev__handle_bury(node);
+  CUresult r = cudaev__drv.cuGraphDestroyNode((CUgraphNode)node);
+  if (r != CUDA_SUCCESS) cudaev__handle_revive(node);
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *pNode, cudaGraphNode_t originalNode,
                                      cudaGraph_t clonedGraph) {
-  GRAPH_CALL(cudaev__drv.cuGraphNodeFindInClone((CUgraphNode *)pNode, (CUgraphNode)originalNode,
-                                                (CUgraph)clonedGraph));
+  CUDAEV_CTX_OR_RETURN();
+  GRAPH_LIVE_OR_RETURN(originalNode, clonedGraph);
+  return nodes_out(cudaev__drv.cuGraphNodeFindInClone(
+                       (CUgraphNode *)pNode, (CUgraphNode)originalNode, (CUgraph)clonedGraph),
+                   pNode, 1);
 }
 
 cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType) {
-  GRAPH_CALL(cudaev__drv.cuGraphNodeGetType((CUgraphNode)node, (CUgraphNodeType *)pType));
+  GRAPH_CALL_ON((node),
+                cudaev__drv.cuGraphNodeGetType((CUgraphNode)node, (CUgraphNodeType *)pType));
 }
 
 /* ---- nodes ------------------------------------------------------------------------- */
@@ -416,7 +485,7 @@ cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *p
 
 cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                   const cudaGraphNode_t *pDependencies, size_t numDependencies) {
-  GRAPH_CALL(cudaev__drv.cuGraphAddEmptyNode(NODE_ARGS));
+  ADD_CALL_ON((graph), cudaev__drv.cuGraphAddEmptyNode(NODE_ARGS));
 }
 
 cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
@@ -427,11 +496,12 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
   CUgraphNodeParams c;
   cudaError_t e = node_params_to_cu(nodeParams, &c);
   if (e != cudaSuccess) return cudaev__ret(e);
+  GRAPH_LIVE_OR_RETURN(graph);
   CUresult r = cudaev__drv.cuGraphAddNode(
       (CUgraphNode *)pGraphNode, (CUgraph)graph, (const CUgraphNode *)pDependencies,
       (const CUgraphEdgeData *)dependencyData, numDependencies, &c);
   if (r == CUDA_SUCCESS) node_params_out(&c, nodeParams);
-  return cudaev__ret_cu(r);
+  return nodes_out(r, pGraphNode, 1);
 }
 
 cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams) {
@@ -439,6 +509,7 @@ cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, struct cudaGraphNodePar
   CUgraphNodeParams c;
   cudaError_t e = node_params_to_cu(nodeParams, &c);
   if (e != cudaSuccess) return cudaev__ret(e);
+  GRAPH_LIVE_OR_RETURN(node);
   return cudaev__ret_cu(cudaev__drv.cuGraphNodeSetParams((CUgraphNode)node, &c));
 }
 
@@ -448,6 +519,7 @@ cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphNode_
   CUgraphNodeParams c;
   cudaError_t e = node_params_to_cu(nodeParams, &c);
   if (e != cudaSuccess) return cudaev__ret(e);
+  GRAPH_LIVE_OR_RETURN(graphExec, node);
   return cudaev__ret_cu(
       cudaev__drv.cuGraphExecNodeSetParams((CUgraphExec)graphExec, (CUgraphNode)node, &c));
 }
@@ -461,13 +533,15 @@ cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t grap
   CUDA_KERNEL_NODE_PARAMS k;
   cudaError_t e = kernel_to_cu(pNodeParams, &k);
   if (e != cudaSuccess) return cudaev__ret(e);
-  return cudaev__ret_cu(cudaev__drv.cuGraphAddKernelNode(NODE_ARGS, &k));
+  GRAPH_LIVE_OR_RETURN(graph);
+  return nodes_out(cudaev__drv.cuGraphAddKernelNode(NODE_ARGS, &k), pGraphNode, 1);
 }
 
 cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node,
                                          struct cudaKernelNodeParams *pNodeParams) {
   CUDAEV_CTX_OR_RETURN();
   if (pNodeParams == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  GRAPH_LIVE_OR_RETURN(node);
   CUDA_KERNEL_NODE_PARAMS k;
   CUresult r = cudaev__drv.cuGraphKernelNodeGetParams((CUgraphNode)node, &k);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
@@ -481,6 +555,7 @@ cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
   CUDA_KERNEL_NODE_PARAMS k;
   cudaError_t e = kernel_to_cu(pNodeParams, &k);
   if (e != cudaSuccess) return cudaev__ret(e);
+  GRAPH_LIVE_OR_RETURN(node);
   return cudaev__ret_cu(cudaev__drv.cuGraphKernelNodeSetParams((CUgraphNode)node, &k));
 }
 
@@ -490,18 +565,21 @@ cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGra
   CUDA_KERNEL_NODE_PARAMS k;
   cudaError_t e = kernel_to_cu(pNodeParams, &k);
   if (e != cudaSuccess) return cudaev__ret(e);
+  GRAPH_LIVE_OR_RETURN(hGraphExec, node);
   return cudaev__ret_cu(
       cudaev__drv.cuGraphExecKernelNodeSetParams((CUgraphExec)hGraphExec, (CUgraphNode)node, &k));
 }
 
 cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t hDst, cudaGraphNode_t hSrc) {
-  GRAPH_CALL(cudaev__drv.cuGraphKernelNodeCopyAttributes((CUgraphNode)hDst, (CUgraphNode)hSrc));
+  GRAPH_CALL_ON((hDst, hSrc),
+                cudaev__drv.cuGraphKernelNodeCopyAttributes((CUgraphNode)hDst, (CUgraphNode)hSrc));
 }
 
 cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr,
                                             cudaLaunchAttributeValue *value_out) {
   CUDAEV_CTX_OR_RETURN();
   if (value_out == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  GRAPH_LIVE_OR_RETURN(hNode);
   CUlaunchAttributeValue v;
   memset(&v, 0, sizeof v);
   CUresult r =
@@ -516,6 +594,7 @@ cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, cudaLaunchAtt
   CUDAEV_CTX_OR_RETURN();
   CUlaunchAttributeValue v;
   if (!cudaev__attr_value_to_cu(attr, value, &v)) return cudaev__ret(cudaErrorInvalidValue);
+  GRAPH_LIVE_OR_RETURN(hNode);
   return cudaev__ret_cu(
       cudaev__drv.cuGraphKernelNodeSetAttribute((CUgraphNode)hNode, (CUkernelNodeAttrID)attr, &v));
 }
@@ -528,13 +607,15 @@ static cudaError_t add_memcpy(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
   CUDA_MEMCPY3D c;
   cudaError_t e = memcpy3d_to_cu(p, &c);
   if (e != cudaSuccess) return cudaev__ret(e);
-  return cudaev__ret_cu(cudaev__drv.cuGraphAddMemcpyNode(NODE_ARGS, &c, current_ctx()));
+  GRAPH_LIVE_OR_RETURN(graph);
+  return nodes_out(cudaev__drv.cuGraphAddMemcpyNode(NODE_ARGS, &c, current_ctx()), pGraphNode, 1);
 }
 
 static cudaError_t set_memcpy(cudaGraphNode_t node, const struct cudaMemcpy3DParms *p) {
   CUDA_MEMCPY3D c;
   cudaError_t e = memcpy3d_to_cu(p, &c);
   if (e != cudaSuccess) return cudaev__ret(e);
+  GRAPH_LIVE_OR_RETURN(node);
   return cudaev__ret_cu(cudaev__drv.cuGraphMemcpyNodeSetParams((CUgraphNode)node, &c));
 }
 
@@ -543,6 +624,7 @@ static cudaError_t exec_set_memcpy(cudaGraphExec_t exec, cudaGraphNode_t node,
   CUDA_MEMCPY3D c;
   cudaError_t e = memcpy3d_to_cu(p, &c);
   if (e != cudaSuccess) return cudaev__ret(e);
+  GRAPH_LIVE_OR_RETURN(exec, node);
   return cudaev__ret_cu(cudaev__drv.cuGraphExecMemcpyNodeSetParams(
       (CUgraphExec)exec, (CUgraphNode)node, &c, current_ctx()));
 }
@@ -591,6 +673,7 @@ cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node,
                                          struct cudaMemcpy3DParms *pNodeParams) {
   CUDAEV_CTX_OR_RETURN();
   if (pNodeParams == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  GRAPH_LIVE_OR_RETURN(node);
   CUDA_MEMCPY3D c;
   CUresult r = cudaev__drv.cuGraphMemcpyNodeGetParams((CUgraphNode)node, &c);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
@@ -673,27 +756,29 @@ cudaError_t cudaGraphExecMemcpyNodeSetParamsFromSymbol(cudaGraphExec_t hGraphExe
 cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                    const cudaGraphNode_t *pDependencies, size_t numDependencies,
                                    const struct cudaMemsetParams *pMemsetParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphAddMemsetNode(
-      NODE_ARGS, (const CUDA_MEMSET_NODE_PARAMS *)pMemsetParams, current_ctx()));
+  ADD_CALL_ON((graph),
+              cudaev__drv.cuGraphAddMemsetNode(
+                  NODE_ARGS, (const CUDA_MEMSET_NODE_PARAMS *)pMemsetParams, current_ctx()));
 }
 
 cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node,
                                          struct cudaMemsetParams *pNodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphMemsetNodeGetParams((CUgraphNode)node,
-                                                    (CUDA_MEMSET_NODE_PARAMS *)pNodeParams));
+  GRAPH_CALL_ON((node), cudaev__drv.cuGraphMemsetNodeGetParams(
+                            (CUgraphNode)node, (CUDA_MEMSET_NODE_PARAMS *)pNodeParams));
 }
 
 cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node,
                                          const struct cudaMemsetParams *pNodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphMemsetNodeSetParams((CUgraphNode)node,
-                                                    (const CUDA_MEMSET_NODE_PARAMS *)pNodeParams));
+  GRAPH_CALL_ON((node), cudaev__drv.cuGraphMemsetNodeSetParams(
+                            (CUgraphNode)node, (const CUDA_MEMSET_NODE_PARAMS *)pNodeParams));
 }
 
 cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                              const struct cudaMemsetParams *pNodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphExecMemsetNodeSetParams(
-      (CUgraphExec)hGraphExec, (CUgraphNode)node, (const CUDA_MEMSET_NODE_PARAMS *)pNodeParams,
-      current_ctx()));
+  GRAPH_CALL_ON((hGraphExec, node),
+                cudaev__drv.cuGraphExecMemsetNodeSetParams(
+                    (CUgraphExec)hGraphExec, (CUgraphNode)node,
+                    (const CUDA_MEMSET_NODE_PARAMS *)pNodeParams, current_ctx()));
 }
 
 /* host */
@@ -701,25 +786,27 @@ cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGra
 cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                  const cudaGraphNode_t *pDependencies, size_t numDependencies,
                                  const struct cudaHostNodeParams *pNodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphAddHostNode(NODE_ARGS, (const CUDA_HOST_NODE_PARAMS *)pNodeParams));
+  ADD_CALL_ON((graph), cudaev__drv.cuGraphAddHostNode(NODE_ARGS,
+                                                      (const CUDA_HOST_NODE_PARAMS *)pNodeParams));
 }
 
 cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node,
                                        struct cudaHostNodeParams *pNodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphHostNodeGetParams((CUgraphNode)node,
-                                                  (CUDA_HOST_NODE_PARAMS *)pNodeParams));
+  GRAPH_CALL_ON((node), cudaev__drv.cuGraphHostNodeGetParams((CUgraphNode)node,
+                                                             (CUDA_HOST_NODE_PARAMS *)pNodeParams));
 }
 
 cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node,
                                        const struct cudaHostNodeParams *pNodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphHostNodeSetParams((CUgraphNode)node,
-                                                  (const CUDA_HOST_NODE_PARAMS *)pNodeParams));
+  GRAPH_CALL_ON((node), cudaev__drv.cuGraphHostNodeSetParams(
+                            (CUgraphNode)node, (const CUDA_HOST_NODE_PARAMS *)pNodeParams));
 }
 
 cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                            const struct cudaHostNodeParams *pNodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphExecHostNodeSetParams((CUgraphExec)hGraphExec, (CUgraphNode)node,
-                                                      (const CUDA_HOST_NODE_PARAMS *)pNodeParams));
+  GRAPH_CALL_ON((hGraphExec, node), cudaev__drv.cuGraphExecHostNodeSetParams(
+                                        (CUgraphExec)hGraphExec, (CUgraphNode)node,
+                                        (const CUDA_HOST_NODE_PARAMS *)pNodeParams));
 }
 
 /* child graph */
@@ -727,61 +814,76 @@ cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraph
 cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                        const cudaGraphNode_t *pDependencies, size_t numDependencies,
                                        cudaGraph_t childGraph) {
-  GRAPH_CALL(cudaev__drv.cuGraphAddChildGraphNode(NODE_ARGS, (CUgraph)childGraph));
+  /* A graph cannot contain itself: the driver, asked to, recurses until
+   * it crashes (NVIDIA's runtime with it). */
+  if (graph != NULL && graph == childGraph) {
+    CUDAEV_CTX_OR_RETURN();
+    return cudaev__ret(cudaErrorInvalidValue);
+  }
+  ADD_CALL_ON((graph, childGraph),
+              cudaev__drv.cuGraphAddChildGraphNode(NODE_ARGS, (CUgraph)childGraph));
 }
 
 cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t *pGraph) {
-  GRAPH_CALL(cudaev__drv.cuGraphChildGraphNodeGetGraph((CUgraphNode)node, (CUgraph *)pGraph));
+  GRAPH_CALL_ON((node),
+                cudaev__drv.cuGraphChildGraphNodeGetGraph((CUgraphNode)node, (CUgraph *)pGraph));
 }
 
 cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                                  cudaGraph_t childGraph) {
-  GRAPH_CALL(cudaev__drv.cuGraphExecChildGraphNodeSetParams(
-      (CUgraphExec)hGraphExec, (CUgraphNode)node, (CUgraph)childGraph));
+  GRAPH_CALL_ON((hGraphExec, node, childGraph),
+                cudaev__drv.cuGraphExecChildGraphNodeSetParams(
+                    (CUgraphExec)hGraphExec, (CUgraphNode)node, (CUgraph)childGraph));
 }
 
-/* events */
+/* events: the event is only stored in the node, and NVIDIA's runtime
+ * hands any value to the driver (a destroyed or bogus event adds a node,
+ * cudaSuccess), so it is not checked here; the launch meets it. */
 
 cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                         const cudaGraphNode_t *pDependencies,
                                         size_t numDependencies, cudaEvent_t event) {
-  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphAddEventRecordNode(NODE_ARGS, (CUevent)event));
+  ADD_CALL_ON((graph), cudaev__drv.cuGraphAddEventRecordNode(NODE_ARGS, (CUevent)event));
 }
 
 cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *event_out) {
-  GRAPH_CALL(cudaev__drv.cuGraphEventRecordNodeGetEvent((CUgraphNode)node, (CUevent *)event_out));
+  GRAPH_CALL_ON(
+      (node), cudaev__drv.cuGraphEventRecordNodeGetEvent((CUgraphNode)node, (CUevent *)event_out));
 }
 
 cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
-  GRAPH_CALL_LIVE(event,
-                  cudaev__drv.cuGraphEventRecordNodeSetEvent((CUgraphNode)node, (CUevent)event));
+  GRAPH_CALL_ON((node),
+                cudaev__drv.cuGraphEventRecordNodeSetEvent((CUgraphNode)node, (CUevent)event));
 }
 
 cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
                                                  cudaEvent_t event) {
-  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphExecEventRecordNodeSetEvent(
-                             (CUgraphExec)hGraphExec, (CUgraphNode)hNode, (CUevent)event));
+  GRAPH_CALL_ON((hGraphExec, hNode),
+                cudaev__drv.cuGraphExecEventRecordNodeSetEvent((CUgraphExec)hGraphExec,
+                                                               (CUgraphNode)hNode, (CUevent)event));
 }
 
 cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                       const cudaGraphNode_t *pDependencies, size_t numDependencies,
                                       cudaEvent_t event) {
-  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphAddEventWaitNode(NODE_ARGS, (CUevent)event));
+  ADD_CALL_ON((graph), cudaev__drv.cuGraphAddEventWaitNode(NODE_ARGS, (CUevent)event));
 }
 
 cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *event_out) {
-  GRAPH_CALL(cudaev__drv.cuGraphEventWaitNodeGetEvent((CUgraphNode)node, (CUevent *)event_out));
+  GRAPH_CALL_ON((node),
+                cudaev__drv.cuGraphEventWaitNodeGetEvent((CUgraphNode)node, (CUevent *)event_out));
 }
 
 cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
-  GRAPH_CALL_LIVE(event,
-                  cudaev__drv.cuGraphEventWaitNodeSetEvent((CUgraphNode)node, (CUevent)event));
+  GRAPH_CALL_ON((node),
+                cudaev__drv.cuGraphEventWaitNodeSetEvent((CUgraphNode)node, (CUevent)event));
 }
 
 cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
                                                cudaEvent_t event) {
-  GRAPH_CALL_LIVE(event, cudaev__drv.cuGraphExecEventWaitNodeSetEvent(
-                             (CUgraphExec)hGraphExec, (CUgraphNode)hNode, (CUevent)event));
+  GRAPH_CALL_ON((hGraphExec, hNode),
+                cudaev__drv.cuGraphExecEventWaitNodeSetEvent((CUgraphExec)hGraphExec,
+                                                             (CUgraphNode)hNode, (CUevent)event));
 }
 
 /* external semaphores: same layouts */
@@ -789,55 +891,57 @@ cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaG
 cudaError_t cudaGraphAddExternalSemaphoresSignalNode(
     cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
     size_t numDependencies, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphAddExternalSemaphoresSignalNode(
-      NODE_ARGS, (const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)nodeParams));
+  ADD_CALL_ON((graph), cudaev__drv.cuGraphAddExternalSemaphoresSignalNode(
+                           NODE_ARGS, (const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)nodeParams));
 }
 
 cudaError_t cudaGraphExternalSemaphoresSignalNodeGetParams(
     cudaGraphNode_t hNode, struct cudaExternalSemaphoreSignalNodeParams *params_out) {
-  GRAPH_CALL(cudaev__drv.cuGraphExternalSemaphoresSignalNodeGetParams(
-      (CUgraphNode)hNode, (CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)params_out));
+  GRAPH_CALL_ON((hNode), cudaev__drv.cuGraphExternalSemaphoresSignalNodeGetParams(
+                             (CUgraphNode)hNode, (CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)params_out));
 }
 
 cudaError_t cudaGraphExternalSemaphoresSignalNodeSetParams(
     cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphExternalSemaphoresSignalNodeSetParams(
-      (CUgraphNode)hNode, (const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)nodeParams));
+  GRAPH_CALL_ON((hNode),
+                cudaev__drv.cuGraphExternalSemaphoresSignalNodeSetParams(
+                    (CUgraphNode)hNode, (const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)nodeParams));
 }
 
 cudaError_t cudaGraphExecExternalSemaphoresSignalNodeSetParams(
     cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
     const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphExecExternalSemaphoresSignalNodeSetParams(
-      (CUgraphExec)hGraphExec, (CUgraphNode)hNode,
-      (const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)nodeParams));
+  GRAPH_CALL_ON((hGraphExec, hNode), cudaev__drv.cuGraphExecExternalSemaphoresSignalNodeSetParams(
+                                         (CUgraphExec)hGraphExec, (CUgraphNode)hNode,
+                                         (const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *)nodeParams));
 }
 
 cudaError_t cudaGraphAddExternalSemaphoresWaitNode(
     cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies,
     size_t numDependencies, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphAddExternalSemaphoresWaitNode(
-      NODE_ARGS, (const CUDA_EXT_SEM_WAIT_NODE_PARAMS *)nodeParams));
+  ADD_CALL_ON((graph), cudaev__drv.cuGraphAddExternalSemaphoresWaitNode(
+                           NODE_ARGS, (const CUDA_EXT_SEM_WAIT_NODE_PARAMS *)nodeParams));
 }
 
 cudaError_t cudaGraphExternalSemaphoresWaitNodeGetParams(
     cudaGraphNode_t hNode, struct cudaExternalSemaphoreWaitNodeParams *params_out) {
-  GRAPH_CALL(cudaev__drv.cuGraphExternalSemaphoresWaitNodeGetParams(
-      (CUgraphNode)hNode, (CUDA_EXT_SEM_WAIT_NODE_PARAMS *)params_out));
+  GRAPH_CALL_ON((hNode), cudaev__drv.cuGraphExternalSemaphoresWaitNodeGetParams(
+                             (CUgraphNode)hNode, (CUDA_EXT_SEM_WAIT_NODE_PARAMS *)params_out));
 }
 
 cudaError_t cudaGraphExternalSemaphoresWaitNodeSetParams(
     cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphExternalSemaphoresWaitNodeSetParams(
-      (CUgraphNode)hNode, (const CUDA_EXT_SEM_WAIT_NODE_PARAMS *)nodeParams));
+  GRAPH_CALL_ON((hNode),
+                cudaev__drv.cuGraphExternalSemaphoresWaitNodeSetParams(
+                    (CUgraphNode)hNode, (const CUDA_EXT_SEM_WAIT_NODE_PARAMS *)nodeParams));
 }
 
 cudaError_t cudaGraphExecExternalSemaphoresWaitNodeSetParams(
     cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
     const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
-  GRAPH_CALL(cudaev__drv.cuGraphExecExternalSemaphoresWaitNodeSetParams(
-      (CUgraphExec)hGraphExec, (CUgraphNode)hNode,
-      (const CUDA_EXT_SEM_WAIT_NODE_PARAMS *)nodeParams));
+  GRAPH_CALL_ON((hGraphExec, hNode), cudaev__drv.cuGraphExecExternalSemaphoresWaitNodeSetParams(
+                                         (CUgraphExec)hGraphExec, (CUgraphNode)hNode,
+                                         (const CUDA_EXT_SEM_WAIT_NODE_PARAMS *)nodeParams));
 }
 
 /* stream-ordered allocation nodes: same layouts */
@@ -845,24 +949,25 @@ cudaError_t cudaGraphExecExternalSemaphoresWaitNodeSetParams(
 cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                      const cudaGraphNode_t *pDependencies, size_t numDependencies,
                                      struct cudaMemAllocNodeParams *nodeParams) {
-  GRAPH_CALL(
-      cudaev__drv.cuGraphAddMemAllocNode(NODE_ARGS, (CUDA_MEM_ALLOC_NODE_PARAMS *)nodeParams));
+  ADD_CALL_ON((graph), cudaev__drv.cuGraphAddMemAllocNode(
+                           NODE_ARGS, (CUDA_MEM_ALLOC_NODE_PARAMS *)nodeParams));
 }
 
 cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node,
                                            struct cudaMemAllocNodeParams *params_out) {
-  GRAPH_CALL(cudaev__drv.cuGraphMemAllocNodeGetParams((CUgraphNode)node,
-                                                      (CUDA_MEM_ALLOC_NODE_PARAMS *)params_out));
+  GRAPH_CALL_ON((node), cudaev__drv.cuGraphMemAllocNodeGetParams(
+                            (CUgraphNode)node, (CUDA_MEM_ALLOC_NODE_PARAMS *)params_out));
 }
 
 cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                     const cudaGraphNode_t *pDependencies, size_t numDependencies,
                                     void *dptr) {
-  GRAPH_CALL(cudaev__drv.cuGraphAddMemFreeNode(NODE_ARGS, (CUdeviceptr)dptr));
+  ADD_CALL_ON((graph), cudaev__drv.cuGraphAddMemFreeNode(NODE_ARGS, (CUdeviceptr)dptr));
 }
 
 cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void *dptr_out) {
-  GRAPH_CALL(cudaev__drv.cuGraphMemFreeNodeGetParams((CUgraphNode)node, (CUdeviceptr *)dptr_out));
+  GRAPH_CALL_ON(
+      (node), cudaev__drv.cuGraphMemFreeNodeGetParams((CUgraphNode)node, (CUdeviceptr *)dptr_out));
 }
 
 /* conditional handles belong to the current context */
@@ -870,23 +975,23 @@ cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void *dptr_out) 
 cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out,
                                              cudaGraph_t graph, unsigned int defaultLaunchValue,
                                              unsigned int flags) {
-  GRAPH_CALL(cudaev__drv.cuGraphConditionalHandleCreate((CUgraphConditionalHandle *)pHandle_out,
-                                                        (CUgraph)graph, current_ctx(),
-                                                        defaultLaunchValue, flags));
+  GRAPH_CALL_ON((graph), cudaev__drv.cuGraphConditionalHandleCreate(
+                             (CUgraphConditionalHandle *)pHandle_out, (CUgraph)graph, current_ctx(),
+                             defaultLaunchValue, flags));
 }
 
 /* ---- executable graphs ------------------------------------------------------------- */
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                                  unsigned long long flags) {
-  GRAPH_CALL(
-      cudaev__drv.cuGraphInstantiateWithFlags((CUgraphExec *)pGraphExec, (CUgraph)graph, flags));
+  GRAPH_CALL_ON((graph), cudaev__drv.cuGraphInstantiateWithFlags((CUgraphExec *)pGraphExec,
+                                                                 (CUgraph)graph, flags));
 }
 
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                                           unsigned long long flags) {
-  GRAPH_CALL(
-      cudaev__drv.cuGraphInstantiateWithFlags((CUgraphExec *)pGraphExec, (CUgraph)graph, flags));
+  GRAPH_CALL_ON((graph), cudaev__drv.cuGraphInstantiateWithFlags((CUgraphExec *)pGraphExec,
+                                                                 (CUgraph)graph, flags));
 }
 
 /* The upload stream is a stream argument: NULL means the per-thread
@@ -895,12 +1000,15 @@ static cudaError_t instantiate_params_impl(cudaGraphExec_t *pGraphExec, cudaGrap
                                            cudaGraphInstantiateParams *p, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   if (p == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  GRAPH_LIVE_OR_RETURN(graph);
+  CUDAEV_LIVE_OR_RETURN(p->uploadStream);
   CUDA_GRAPH_INSTANTIATE_PARAMS c;
   memcpy(&c, p, sizeof c);
   c.hUploadStream = cudaev__stream(p->uploadStream, pt);
   CUresult r =
       cudaev__drv.cuGraphInstantiateWithParams((CUgraphExec *)pGraphExec, (CUgraph)graph, &c);
   p->errNode_out = (cudaGraphNode_t)c.hErrNode_out;
+  cudaev__handle_revive(p->errNode_out);
   p->result_out = (cudaGraphInstantiateResult)c.result_out;
   return cudaev__ret_cu(r);
 }
@@ -915,29 +1023,34 @@ cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec, cud
 }
 
 cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t graphExec, unsigned long long *flags) {
-  GRAPH_CALL(cudaev__drv.cuGraphExecGetFlags((CUgraphExec)graphExec, (cuuint64_t *)flags));
+  GRAPH_CALL_ON((graphExec),
+                cudaev__drv.cuGraphExecGetFlags((CUgraphExec)graphExec, (cuuint64_t *)flags));
 }
 
 cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
                                 cudaGraphExecUpdateResultInfo *resultInfo) {
-  GRAPH_CALL(cudaev__drv.cuGraphExecUpdate((CUgraphExec)hGraphExec, (CUgraph)hGraph,
-                                           (CUgraphExecUpdateResultInfo *)resultInfo));
+  GRAPH_CALL_ON((hGraphExec, hGraph),
+                cudaev__drv.cuGraphExecUpdate((CUgraphExec)hGraphExec, (CUgraph)hGraph,
+                                              (CUgraphExecUpdateResultInfo *)resultInfo));
 }
 
 cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
                                     unsigned int isEnabled) {
-  GRAPH_CALL(
-      cudaev__drv.cuGraphNodeSetEnabled((CUgraphExec)hGraphExec, (CUgraphNode)hNode, isEnabled));
+  GRAPH_CALL_ON((hGraphExec, hNode), cudaev__drv.cuGraphNodeSetEnabled(
+                                         (CUgraphExec)hGraphExec, (CUgraphNode)hNode, isEnabled));
 }
 
 cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
                                     unsigned int *isEnabled) {
-  GRAPH_CALL(
-      cudaev__drv.cuGraphNodeGetEnabled((CUgraphExec)hGraphExec, (CUgraphNode)hNode, isEnabled));
+  GRAPH_CALL_ON((hGraphExec, hNode), cudaev__drv.cuGraphNodeGetEnabled(
+                                         (CUgraphExec)hGraphExec, (CUgraphNode)hNode, isEnabled));
 }
 
 static cudaError_t launch_impl(cudaGraphExec_t exec, cudaStream_t s, bool pt) {
-  GRAPH_CALL_LIVE(s, cudaev__drv.cuGraphLaunch((CUgraphExec)exec, cudaev__stream(s, pt)));
+  CUDAEV_CTX_OR_RETURN();
+  CUDAEV_LIVE_OR_RETURN(s);
+  GRAPH_LIVE_OR_RETURN(exec);
+  return cudaev__ret_cu(cudaev__drv.cuGraphLaunch((CUgraphExec)exec, cudaev__stream(s, pt)));
 }
 CUDAEV_DECLARE_VARIANT(cudaGraphLaunch, _ptsz);
 cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
@@ -948,7 +1061,10 @@ cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
 }
 
 static cudaError_t upload_impl(cudaGraphExec_t exec, cudaStream_t s, bool pt) {
-  GRAPH_CALL_LIVE(s, cudaev__drv.cuGraphUpload((CUgraphExec)exec, cudaev__stream(s, pt)));
+  CUDAEV_CTX_OR_RETURN();
+  CUDAEV_LIVE_OR_RETURN(s);
+  GRAPH_LIVE_OR_RETURN(exec);
+  return cudaev__ret_cu(cudaev__drv.cuGraphUpload((CUgraphExec)exec, cudaev__stream(s, pt)));
 }
 CUDAEV_DECLARE_VARIANT(cudaGraphUpload, _ptsz);
 cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream) {
@@ -959,7 +1075,7 @@ cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
 }
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
-  GRAPH_CALL(cudaev__drv.cuGraphExecDestroy((CUgraphExec)graphExec));
+  GRAPH_CALL_ON((graphExec), cudaev__drv.cuGraphExecDestroy((CUgraphExec)graphExec));
 }
 
 /* ---- user objects ------------------------------------------------------------------ */
@@ -971,20 +1087,21 @@ cudaError_t cudaUserObjectCreate(cudaUserObject_t *object_out, void *ptr, cudaHo
 }
 
 cudaError_t cudaUserObjectRetain(cudaUserObject_t object, unsigned int count) {
-  GRAPH_CALL(cudaev__drv.cuUserObjectRetain((CUuserObject)object, count));
+  GRAPH_CALL_ON((object), cudaev__drv.cuUserObjectRetain((CUuserObject)object, count));
 }
 
 cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned int count) {
-  GRAPH_CALL(cudaev__drv.cuUserObjectRelease((CUuserObject)object, count));
+  GRAPH_CALL_ON((object), cudaev__drv.cuUserObjectRelease((CUuserObject)object, count));
 }
 
 cudaError_t cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object,
                                       unsigned int count, unsigned int flags) {
-  GRAPH_CALL(
-      cudaev__drv.cuGraphRetainUserObject((CUgraph)graph, (CUuserObject)object, count, flags));
+  GRAPH_CALL_ON((graph, object), cudaev__drv.cuGraphRetainUserObject(
+                                     (CUgraph)graph, (CUuserObject)object, count, flags));
 }
 
 cudaError_t cudaGraphReleaseUserObject(cudaGraph_t graph, cudaUserObject_t object,
                                        unsigned int count) {
-  GRAPH_CALL(cudaev__drv.cuGraphReleaseUserObject((CUgraph)graph, (CUuserObject)object, count));
+  GRAPH_CALL_ON((graph, object),
+                cudaev__drv.cuGraphReleaseUserObject((CUgraph)graph, (CUuserObject)object, count));
 }

@@ -27,6 +27,7 @@ cudaError_t cudaExternalMemoryGetMappedBuffer(
     const struct cudaExternalMemoryBufferDesc *bufferDesc) {
   CUDAEV_CTX_OR_RETURN();
   if (devPtr == NULL || bufferDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(extMem);
   return cudaev__ret_cu(cudaev__drv.cuExternalMemoryGetMappedBuffer(
       (CUdeviceptr *)devPtr, (CUexternalMemory)extMem,
       (const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *)bufferDesc));
@@ -40,27 +41,38 @@ cudaError_t cudaExternalMemoryGetMappedMipmappedArray(
     cudaMipmappedArray_t *mipmap, cudaExternalMemory_t extMem,
     const struct cudaExternalMemoryMipmappedArrayDesc *mipmapDesc) {
   CUDAEV_CTX_OR_RETURN();
-  if (mipmap == NULL || mipmapDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  /* The driver aborts the process on zero levels (so does NVIDIA's runtime,
-   * measured on an H200); refuse it. */
-  if (mipmapDesc->numLevels == 0) return cudaev__ret(cudaErrorInvalidValue);
+  /* NVIDIA's order: the descriptor, its channel format, then the output
+   * (an all-zero descriptor is an invalid channel descriptor, even with a
+   * NULL output or a bad handle). */
+  if (mipmapDesc == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC d;
   memset(&d, 0, sizeof d);
   cudaError_t e = cudaev__channel_to_format(&mipmapDesc->formatDesc, &d.arrayDesc.Format,
                                             &d.arrayDesc.NumChannels);
   if (e != cudaSuccess) return cudaev__ret(e);
+  if (mipmap == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* The driver aborts the process on zero levels (so does NVIDIA's runtime,
+   * measured on an H200); refuse it. */
+  if (mipmapDesc->numLevels == 0) return cudaev__ret(cudaErrorInvalidValue);
   d.offset = mipmapDesc->offset;
   d.arrayDesc.Width = mipmapDesc->extent.width;
   d.arrayDesc.Height = mipmapDesc->extent.height;
   d.arrayDesc.Depth = mipmapDesc->extent.depth;
   d.arrayDesc.Flags = mipmapDesc->flags;
   d.numLevels = mipmapDesc->numLevels;
-  return cudaev__ret_cu(cudaev__drv.cuExternalMemoryGetMappedMipmappedArray(
-      (CUmipmappedArray *)mipmap, (CUexternalMemory)extMem, &d));
+  CUDAEV_LIVE_OR_RETURN(extMem);
+  CUresult r = cudaev__drv.cuExternalMemoryGetMappedMipmappedArray((CUmipmappedArray *)mipmap,
+                                                                   (CUexternalMemory)extMem, &d);
+  if (r == CUDA_SUCCESS) cudaev__handle_revive(*mipmap);
+  return cudaev__ret_cu(r);
 }
 
+/* External memory and semaphores the driver would crash on (handle.h: a
+ * value where no object can be) are refused with
+ * cudaErrorInvalidResourceHandle, the driver's answer to an invalid one. */
 cudaError_t cudaDestroyExternalMemory(cudaExternalMemory_t extMem) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_LIVE_OR_RETURN(extMem);
   return cudaev__ret_cu(cudaev__drv.cuDestroyExternalMemory((CUexternalMemory)extMem));
 }
 
@@ -74,11 +86,28 @@ cudaError_t cudaImportExternalSemaphore(
       (const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC *)semHandleDesc));
 }
 
+/* The checks both semaphore calls make before the driver: the stream
+ * first (NVIDIA's runtime reaches it before anything else, and crashes on
+ * a bad one), then the lists, then each semaphore: the driver refuses a
+ * NULL one when waiting but crashes on it when signalling (NVIDIA's runtime
+ * with it), and crashes on one where no object can be in both. The scan
+ * stops at the first bad entry, so a count past the list's end is read no
+ * further than that. */
+static cudaError_t sems_check(const cudaExternalSemaphore_t *sems, const void *params,
+                              unsigned int n, cudaStream_t stream) {
+  CUDAEV_LIVE_OR_RETURN(stream);
+  if (n > 0 && (sems == NULL || params == NULL)) return cudaev__ret(cudaErrorInvalidValue);
+  for (unsigned int i = 0; i < n; i++)
+    if (sems[i] == NULL || cudaev__handle_dead(sems[i])) return cudaev__ret(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
 static cudaError_t signal_sems(const cudaExternalSemaphore_t *sems,
                                const struct cudaExternalSemaphoreSignalParams *params,
                                unsigned int n, cudaStream_t stream, bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
-  if (n > 0 && (sems == NULL || params == NULL)) return cudaev__ret(cudaErrorInvalidValue);
+  cudaError_t e = sems_check(sems, params, n, stream);
+  if (e != cudaSuccess) return e;
   return cudaev__ret_cu(cudaev__drv.cuSignalExternalSemaphoresAsync(
       (const CUexternalSemaphore *)sems, (const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *)params, n,
       cudaev__stream(stream, per_thread)));
@@ -88,7 +117,8 @@ static cudaError_t wait_sems(const cudaExternalSemaphore_t *sems,
                              const struct cudaExternalSemaphoreWaitParams *params, unsigned int n,
                              cudaStream_t stream, bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
-  if (n > 0 && (sems == NULL || params == NULL)) return cudaev__ret(cudaErrorInvalidValue);
+  cudaError_t e = sems_check(sems, params, n, stream);
+  if (e != cudaSuccess) return e;
   return cudaev__ret_cu(cudaev__drv.cuWaitExternalSemaphoresAsync(
       (const CUexternalSemaphore *)sems, (const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *)params, n,
       cudaev__stream(stream, per_thread)));
@@ -124,6 +154,7 @@ cudaError_t cudaWaitExternalSemaphoresAsync_ptsz(
 
 cudaError_t cudaDestroyExternalSemaphore(cudaExternalSemaphore_t extSem) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_LIVE_OR_RETURN(extSem);
   return cudaev__ret_cu(cudaev__drv.cuDestroyExternalSemaphore((CUexternalSemaphore)extSem));
 }
 
@@ -148,12 +179,19 @@ cudaError_t cudaGraphicsUnregisterResource(cudaGraphicsResource_t resource) {
   return cudaev__ret_cu(r);
 }
 
-/* Refuses a list that holds an unregistered resource (the driver would
- * crash on it). */
-static bool any_dead(int count, const cudaGraphicsResource_t *resources) {
+/* The checks of a list of resources to map or unmap, in NVIDIA's order:
+ * an empty or missing list is an invalid value; then each resource, where
+ * NULL or one the driver would crash on (handle.h) is an invalid handle.
+ * A negative count names more resources than the list can hold, and NVIDIA's
+ * runtime answers it as an invalid handle too. The scan stops at the first
+ * bad entry. */
+static cudaError_t map_list_check(int count, const cudaGraphicsResource_t *resources) {
+  if (count == 0 || resources == NULL) return cudaErrorInvalidValue;
+  if (count < 0) return cudaErrorInvalidResourceHandle;
   for (int i = 0; i < count; i++)
-    if (cudaev__handle_dead(resources[i])) return true;
-  return false;
+    if (resources[i] == NULL || cudaev__handle_dead(resources[i]))
+      return cudaErrorInvalidResourceHandle;
+  return cudaSuccess;
 }
 
 cudaError_t cudaGraphicsResourceSetMapFlags(cudaGraphicsResource_t resource, unsigned int flags) {
@@ -171,8 +209,8 @@ cudaError_t cudaGraphicsResourceSetMapFlags(cudaGraphicsResource_t resource, uns
 cudaError_t cudaGraphicsMapResources(int count, cudaGraphicsResource_t *resources,
                                      cudaStream_t stream) {
   CUDAEV_CTX_OR_RETURN();
-  if (count < 0 || (count > 0 && resources == NULL)) return cudaev__ret(cudaErrorInvalidValue);
-  if (any_dead(count, resources)) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  cudaError_t e = map_list_check(count, resources);
+  if (e != cudaSuccess) return cudaev__ret(e);
   return cudaev__ret_cu(cudaev__drv.cuGraphicsMapResources(
       (unsigned)count, (CUgraphicsResource *)resources, (CUstream)stream));
 }
@@ -180,8 +218,8 @@ cudaError_t cudaGraphicsMapResources(int count, cudaGraphicsResource_t *resource
 cudaError_t cudaGraphicsUnmapResources(int count, cudaGraphicsResource_t *resources,
                                        cudaStream_t stream) {
   CUDAEV_CTX_OR_RETURN();
-  if (count < 0 || (count > 0 && resources == NULL)) return cudaev__ret(cudaErrorInvalidValue);
-  if (any_dead(count, resources)) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  cudaError_t e = map_list_check(count, resources);
+  if (e != cudaSuccess) return cudaev__ret(e);
   return cudaev__ret_cu(cudaev__drv.cuGraphicsUnmapResources(
       (unsigned)count, (CUgraphicsResource *)resources, (CUstream)stream));
 }
@@ -189,8 +227,8 @@ cudaError_t cudaGraphicsUnmapResources(int count, cudaGraphicsResource_t *resour
 cudaError_t cudaGraphicsResourceGetMappedPointer(void **devPtr, size_t *size,
                                                  cudaGraphicsResource_t resource) {
   CUDAEV_CTX_OR_RETURN();
+  RESOURCE_OR_RETURN(resource);
   if (devPtr == NULL || size == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  CUDAEV_LIVE_OR_RETURN(resource);
   return cudaev__ret_cu(cudaev__drv.cuGraphicsResourceGetMappedPointer(
       (CUdeviceptr *)devPtr, size, (CUgraphicsResource)resource));
 }
@@ -199,8 +237,8 @@ cudaError_t cudaGraphicsSubResourceGetMappedArray(cudaArray_t *array,
                                                   cudaGraphicsResource_t resource,
                                                   unsigned int arrayIndex, unsigned int mipLevel) {
   CUDAEV_CTX_OR_RETURN();
+  RESOURCE_OR_RETURN(resource);
   if (array == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  CUDAEV_LIVE_OR_RETURN(resource);
   return cudaev__ret_cu(cudaev__drv.cuGraphicsSubResourceGetMappedArray(
       (CUarray *)array, (CUgraphicsResource)resource, arrayIndex, mipLevel));
 }
@@ -208,8 +246,8 @@ cudaError_t cudaGraphicsSubResourceGetMappedArray(cudaArray_t *array,
 cudaError_t cudaGraphicsResourceGetMappedMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
                                                         cudaGraphicsResource_t resource) {
   CUDAEV_CTX_OR_RETURN();
+  RESOURCE_OR_RETURN(resource);
   if (mipmappedArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  CUDAEV_LIVE_OR_RETURN(resource);
   return cudaev__ret_cu(cudaev__drv.cuGraphicsResourceGetMappedMipmappedArray(
       (CUmipmappedArray *)mipmappedArray, (CUgraphicsResource)resource));
 }

@@ -4,10 +4,21 @@
 #define CUDAEV_INTEROP_H
 
 #include "internal.h"
+#include "handle.h"
 
 /* A registration's end: on success the new resource is forgotten by the
  * destroyed-handle table (src/handle.h), which remembers unregistered ones;
  * returns the runtime's code for `r`, recorded. Thread: any. */
 cudaError_t cudaev__gfx_registered(CUresult r, cudaGraphicsResource_t *resource);
+
+/* The first check of a call on one mapped resource, before its output
+ * pointers, as NVIDIA's runtime orders them: NULL, unregistered or a value
+ * where no resource can be (handle.h) leaves with
+ * cudaErrorInvalidResourceHandle (recorded). */
+#define RESOURCE_OR_RETURN(r)                                            \
+  do {                                                                   \
+    if ((r) == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle); \
+    CUDAEV_LIVE_OR_RETURN(r);                                            \
+  } while (0)
 
 #endif

@@ -33,6 +33,12 @@
  * cudaErrorInvalidChannelDescriptor (first plane's channelDesc); not recorded. */
 static cudaError_t frame_to_cu(const cudaEglFrame *in, CUeglFrame *out) {
   memset(out, 0, sizeof *out);
+  /* The first plane's channel format before the frame type, as NVIDIA's
+   * runtime checks them (an all-ones frame: invalid channel descriptor). */
+  const cudaEglPlaneDesc *p = &in->planeDesc[0];
+  unsigned channels = 0;
+  cudaError_t e = cudaev__channel_to_format(&p->channelDesc, &out->cuFormat, &channels);
+  if (e != cudaSuccess) return e;
   if (in->frameType == cudaEglFrameTypeArray) {
     for (int i = 0; i < CUDA_EGL_MAX_PLANES; i++)
       out->frame.pArray[i] = (CUarray)in->frame.pArray[i];
@@ -41,10 +47,6 @@ static cudaError_t frame_to_cu(const cudaEglFrame *in, CUeglFrame *out) {
   } else {
     return cudaErrorInvalidValue;
   }
-  const cudaEglPlaneDesc *p = &in->planeDesc[0];
-  unsigned channels = 0;
-  cudaError_t e = cudaev__channel_to_format(&p->channelDesc, &out->cuFormat, &channels);
-  if (e != cudaSuccess) return e;
   out->width = p->width;
   out->height = p->height;
   out->depth = p->depth;
@@ -148,6 +150,7 @@ cudaError_t cudaGraphicsResourceGetMappedEglFrame(cudaEglFrame *eglFrame,
                                                   cudaGraphicsResource_t resource,
                                                   unsigned int index, unsigned int mipLevel) {
   CUDAEV_CTX_OR_RETURN();
+  RESOURCE_OR_RETURN(resource);
   if (eglFrame == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUeglFrame f;
   memset(&f, 0, sizeof f);
@@ -158,9 +161,12 @@ cudaError_t cudaGraphicsResourceGetMappedEglFrame(cudaEglFrame *eglFrame,
   return cudaSuccess;
 }
 
+/* EGL streams: NVIDIA's runtime answers a NULL connection pointer, and a
+ * NULL connection where one is read, with cudaErrorInvalidResourceHandle,
+ * before it looks at the other pointers (measured on an H100). */
 cudaError_t cudaEGLStreamConsumerConnect(cudaEglStreamConnection *conn, EGLStreamKHR eglStream) {
   CUDAEV_CTX_OR_RETURN();
-  if (conn == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (conn == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   return cudaev__ret_cu(
       cudaev__drv.cuEGLStreamConsumerConnect((CUeglStreamConnection *)conn, eglStream));
 }
@@ -168,14 +174,14 @@ cudaError_t cudaEGLStreamConsumerConnect(cudaEglStreamConnection *conn, EGLStrea
 cudaError_t cudaEGLStreamConsumerConnectWithFlags(cudaEglStreamConnection *conn,
                                                   EGLStreamKHR eglStream, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
-  if (conn == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (conn == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   return cudaev__ret_cu(cudaev__drv.cuEGLStreamConsumerConnectWithFlags(
       (CUeglStreamConnection *)conn, eglStream, flags));
 }
 
 cudaError_t cudaEGLStreamConsumerDisconnect(cudaEglStreamConnection *conn) {
   CUDAEV_CTX_OR_RETURN();
-  if (conn == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (conn == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   return cudaev__ret_cu(cudaev__drv.cuEGLStreamConsumerDisconnect((CUeglStreamConnection *)conn));
 }
 
@@ -183,7 +189,8 @@ cudaError_t cudaEGLStreamConsumerAcquireFrame(cudaEglStreamConnection *conn,
                                               cudaGraphicsResource_t *pCudaResource,
                                               cudaStream_t *pStream, unsigned int timeout) {
   CUDAEV_CTX_OR_RETURN();
-  if (conn == NULL || pCudaResource == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (conn == NULL || *conn == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  if (pCudaResource == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__gfx_registered(
       cudaev__drv.cuEGLStreamConsumerAcquireFrame((CUeglStreamConnection *)conn,
                                                   (CUgraphicsResource *)pCudaResource,
@@ -195,7 +202,7 @@ cudaError_t cudaEGLStreamConsumerReleaseFrame(cudaEglStreamConnection *conn,
                                               cudaGraphicsResource_t pCudaResource,
                                               cudaStream_t *pStream) {
   CUDAEV_CTX_OR_RETURN();
-  if (conn == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (conn == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   return cudaev__ret_cu(cudaev__drv.cuEGLStreamConsumerReleaseFrame(
       (CUeglStreamConnection *)conn, (CUgraphicsResource)pCudaResource, (CUstream *)pStream));
 }
@@ -203,24 +210,25 @@ cudaError_t cudaEGLStreamConsumerReleaseFrame(cudaEglStreamConnection *conn,
 cudaError_t cudaEGLStreamProducerConnect(cudaEglStreamConnection *conn, EGLStreamKHR eglStream,
                                          EGLint width, EGLint height) {
   CUDAEV_CTX_OR_RETURN();
-  if (conn == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (conn == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   return cudaev__ret_cu(cudaev__drv.cuEGLStreamProducerConnect((CUeglStreamConnection *)conn,
                                                                eglStream, width, height));
 }
 
 cudaError_t cudaEGLStreamProducerDisconnect(cudaEglStreamConnection *conn) {
   CUDAEV_CTX_OR_RETURN();
-  if (conn == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (conn == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   return cudaev__ret_cu(cudaev__drv.cuEGLStreamProducerDisconnect((CUeglStreamConnection *)conn));
 }
 
 cudaError_t cudaEGLStreamProducerPresentFrame(cudaEglStreamConnection *conn, cudaEglFrame eglframe,
                                               cudaStream_t *pStream) {
   CUDAEV_CTX_OR_RETURN();
-  if (conn == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* The frame before the connection, as NVIDIA's runtime checks them. */
   CUeglFrame f;
   cudaError_t e = frame_to_cu(&eglframe, &f);
   if (e != cudaSuccess) return cudaev__ret(e);
+  if (conn == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   return cudaev__ret_cu(cudaev__drv.cuEGLStreamProducerPresentFrame((CUeglStreamConnection *)conn,
                                                                     f, (CUstream *)pStream));
 }
@@ -228,7 +236,8 @@ cudaError_t cudaEGLStreamProducerPresentFrame(cudaEglStreamConnection *conn, cud
 cudaError_t cudaEGLStreamProducerReturnFrame(cudaEglStreamConnection *conn, cudaEglFrame *eglframe,
                                              cudaStream_t *pStream) {
   CUDAEV_CTX_OR_RETURN();
-  if (conn == NULL || eglframe == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (conn == NULL || *conn == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  if (eglframe == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUeglFrame f;
   memset(&f, 0, sizeof f);
   CUresult r = cudaev__drv.cuEGLStreamProducerReturnFrame((CUeglStreamConnection *)conn, &f,
@@ -241,11 +250,21 @@ cudaError_t cudaEGLStreamProducerReturnFrame(cudaEglStreamConnection *conn, cuda
 cudaError_t cudaEventCreateFromEGLSync(cudaEvent_t *phEvent, EGLSyncKHR eglSync,
                                        unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
-  if (phEvent == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* cudaEventBlockingSync / cudaEventDisableTiming are the driver's
-   * CU_EVENT_BLOCKING_SYNC / CU_EVENT_DISABLE_TIMING. */
-  CUresult r = cudaev__drv.cuEventCreateFromEGLSync((CUevent *)phEvent, eglSync, flags);
-  if (r == CUDA_SUCCESS) cudaev__handle_revive(*phEvent);
+   * CU_EVENT_BLOCKING_SYNC / CU_EVENT_DISABLE_TIMING. The driver is asked
+   * before the output is looked at, as NVIDIA's runtime does (a platform
+   * without EGL sync objects: not supported, even for a NULL output); an
+   * event made for a NULL output is destroyed again. */
+  CUevent ev = NULL;
+  CUresult r = cudaev__drv.cuEventCreateFromEGLSync(&ev, eglSync, flags);
+  if (r == CUDA_SUCCESS && phEvent == NULL) {
+    cudaev__drv.cuEventDestroy(ev);
+    return cudaev__ret(cudaErrorInvalidValue);
+  }
+  if (r == CUDA_SUCCESS) {
+    cudaev__handle_revive(ev);
+    *phEvent = (cudaEvent_t)ev;
+  }
   /* Where the platform has no EGL sync objects NVIDIA's runtime answers
    * cudaErrorNotSupported and leaves the last error alone (measured on an
    * H200). */

@@ -102,6 +102,9 @@ cudaError_t cudaGLMapBufferObject(void **devPtr, GLuint bufObj) {
 cudaError_t cudaGLMapBufferObjectAsync(void **devPtr, GLuint bufObj, cudaStream_t stream) {
   CUDAEV_CTX_OR_RETURN();
   if (devPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* The driver crashes on a destroyed or bogus stream (handle.h), NVIDIA's
+   * runtime with it. */
+  CUDAEV_LIVE_OR_RETURN(stream);
   CUdeviceptr p = 0;
   size_t size = 0;
   CUresult r = cudaev__drv.cuGLMapBufferObjectAsync(&p, &size, bufObj, (CUstream)stream);
@@ -117,6 +120,7 @@ cudaError_t cudaGLUnmapBufferObject(GLuint bufObj) {
 
 cudaError_t cudaGLUnmapBufferObjectAsync(GLuint bufObj, cudaStream_t stream) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(cudaev__drv.cuGLUnmapBufferObjectAsync(bufObj, (CUstream)stream));
 }
 

@@ -1,17 +1,41 @@
 /* Library Management: cudaLibrary_t and cudaKernel_t are the driver's
  * CUlibrary and CUkernel. Kernels handed out here are adopted by the
- * registry (register.h) so they can be launched cast to void*. */
+ * registry (register.h) so they can be launched cast to void*.
+ *
+ * An unloaded library is remembered (handle.h): the driver crashes on one
+ * and on a bogus handle (NVIDIA's runtime with it). Each use answers what
+ * NVIDIA's runtime answers for a NULL or unloaded library in that call
+ * where it does not crash: a name looked up in it is not found, anything
+ * else is an invalid handle. */
+#include "handle.h"
 #include "register.h"
+
+/* The library handle the driver wrote to *library is live again (it may
+ * reuse an unloaded one's address); leaves through `r`. */
+static cudaError_t loaded(CUresult r, cudaLibrary_t *library) {
+  if (r == CUDA_SUCCESS) cudaev__handle_revive(*library);
+  return cudaev__ret_cu(r);
+}
+
+/* More library options than there are kinds of option can only repeat
+ * one; the driver reads all of them and crashed on 2^31 (NVIDIA's runtime
+ * with it, which answers 2^31 JIT options with cudaErrorInvalidValue). */
+static bool too_many_options(unsigned int numLibraryOptions) {
+  return numLibraryOptions > CU_LIBRARY_NUM_OPTIONS;
+}
 
 cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code,
                                 enum cudaJitOption *jitOptions, void **jitOptionsValues,
                                 unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions,
                                 void **libraryOptionValues, unsigned int numLibraryOptions) {
   CUDAEV_INIT_OR_RETURN();
-  if (library == NULL || code == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(cudaev__drv.cuLibraryLoadData(
-      (CUlibrary *)library, code, (CUjit_option *)jitOptions, jitOptionsValues, numJitOptions,
-      (CUlibraryOption *)libraryOptions, libraryOptionValues, numLibraryOptions));
+  if (library == NULL || code == NULL || too_many_options(numLibraryOptions))
+    return cudaev__ret(cudaErrorInvalidValue);
+  return loaded(cudaev__drv.cuLibraryLoadData((CUlibrary *)library, code,
+                                              (CUjit_option *)jitOptions, jitOptionsValues,
+                                              numJitOptions, (CUlibraryOption *)libraryOptions,
+                                              libraryOptionValues, numLibraryOptions),
+                library);
 }
 
 cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *fileName,
@@ -20,22 +44,30 @@ cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *fileName
                                     enum cudaLibraryOption *libraryOptions,
                                     void **libraryOptionValues, unsigned int numLibraryOptions) {
   CUDAEV_INIT_OR_RETURN();
-  if (library == NULL || fileName == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  return cudaev__ret_cu(cudaev__drv.cuLibraryLoadFromFile(
-      (CUlibrary *)library, fileName, (CUjit_option *)jitOptions, jitOptionsValues, numJitOptions,
-      (CUlibraryOption *)libraryOptions, libraryOptionValues, numLibraryOptions));
+  if (library == NULL || fileName == NULL || too_many_options(numLibraryOptions))
+    return cudaev__ret(cudaErrorInvalidValue);
+  return loaded(cudaev__drv.cuLibraryLoadFromFile((CUlibrary *)library, fileName,
+                                                  (CUjit_option *)jitOptions, jitOptionsValues,
+                                                  numJitOptions, (CUlibraryOption *)libraryOptions,
+                                                  libraryOptionValues, numLibraryOptions),
+                library);
 }
 
 cudaError_t cudaLibraryUnload(cudaLibrary_t library) {
   CUDAEV_INIT_OR_RETURN();
-  if (library == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (library == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  CUDAEV_LIVE_OR_RETURN(library);
   cudaev__library_forget((CUlibrary)library);
-  return cudaev__ret_cu(cudaev__drv.cuLibraryUnload((CUlibrary)library));
+  cudaev__handle_bury(library);
+  CUresult r = cudaev__drv.cuLibraryUnload((CUlibrary)library);
+  if (r != CUDA_SUCCESS) cudaev__handle_revive(library);
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name) {
   CUDAEV_INIT_OR_RETURN();
   if (pKernel == NULL || name == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN_ERR(library, cudaErrorSymbolNotFound);
   CUkernel k = NULL;
   CUresult r = cudaev__drv.cuLibraryGetKernel(&k, (CUlibrary)library, name);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
@@ -47,6 +79,7 @@ cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, c
 cudaError_t cudaLibraryGetKernelCount(unsigned int *count, cudaLibrary_t lib) {
   CUDAEV_INIT_OR_RETURN();
   if (count == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(lib);
   return cudaev__ret_cu(cudaev__drv.cuLibraryGetKernelCount(count, (CUlibrary)lib));
 }
 
@@ -54,6 +87,7 @@ cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsigned int numK
                                         cudaLibrary_t lib) {
   CUDAEV_INIT_OR_RETURN();
   if (kernels == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN(lib);
   CUresult r =
       cudaev__drv.cuLibraryEnumerateKernels((CUkernel *)kernels, numKernels, (CUlibrary)lib);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
@@ -68,6 +102,7 @@ cudaError_t cudaLibraryGetGlobal(void **dptr, size_t *bytes, cudaLibrary_t libra
                                  const char *name) {
   CUDAEV_CTX_OR_RETURN();
   if (dptr == NULL || name == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN_ERR(library, cudaErrorSymbolNotFound);
   CUdeviceptr p = 0;
   CUresult r = cudaev__drv.cuLibraryGetGlobal(&p, bytes, (CUlibrary)library, name);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
@@ -78,10 +113,13 @@ cudaError_t cudaLibraryGetGlobal(void **dptr, size_t *bytes, cudaLibrary_t libra
 cudaError_t cudaLibraryGetManaged(void **dptr, size_t *bytes, cudaLibrary_t library,
                                   const char *name) {
   CUDAEV_CTX_OR_RETURN();
-  if (dptr == NULL || name == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* NVIDIA's runtime looks the name up before it looks at dptr. */
+  if (name == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN_ERR(library, cudaErrorSymbolNotFound);
   CUdeviceptr p = 0;
   CUresult r = cudaev__drv.cuLibraryGetManaged(&p, bytes, (CUlibrary)library, name);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  if (dptr == NULL) return cudaev__ret(cudaErrorInvalidValue);
   *dptr = (void *)(uintptr_t)p;
   return cudaSuccess;
 }
@@ -89,5 +127,6 @@ cudaError_t cudaLibraryGetManaged(void **dptr, size_t *bytes, cudaLibrary_t libr
 cudaError_t cudaLibraryGetUnifiedFunction(void **fptr, cudaLibrary_t library, const char *symbol) {
   CUDAEV_INIT_OR_RETURN();
   if (fptr == NULL || symbol == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_LIVE_OR_RETURN_ERR(library, cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuLibraryGetUnifiedFunction(fptr, (CUlibrary)library, symbol));
 }

@@ -91,6 +91,10 @@ static cudaError_t copy2d(struct side2d dst, struct side2d src, size_t width, si
     return cudaErrorInvalidPitchValue;
   cudaError_t e = cudaev__memcpy_kind_types(kind, &st, &dt);
   if (e != cudaSuccess) return e;
+  /* The driver faults on a pointer where no memory can be (handle.h). */
+  if ((dst.array == NULL && cudaev__ptr_impossible(dst.ptr)) ||
+      (src.array == NULL && cudaev__ptr_impossible(src.ptr)))
+    return cudaErrorInvalidValue;
   CUDA_MEMCPY2D m;
   memset(&m, 0, sizeof m);
   if (src.array != NULL) {
@@ -197,7 +201,9 @@ static cudaError_t memcpy2d_array_to_array(cudaArray_t dst, size_t wOffsetDst, s
                                            enum cudaMemcpyKind kind, enum how h) {
   bool done;
   cudaError_t e = pre2d(width, height, 0, false, kind, KINDS_ARRAY_TO_ARRAY, &done);
-  if (e == cudaSuccess && !done) e = need_array(dst);
+  /* Here a NULL destination is an invalid value, not an invalid handle
+   * (NVIDIA's runtime answers it so; a NULL source is an invalid handle). */
+  if (e == cudaSuccess && !done) e = dst == NULL ? cudaErrorInvalidValue : need_array(dst);
   if (e == cudaSuccess && !done) e = need_array(src);
   if (e != cudaSuccess || done) return e;
   struct side2d d = {(CUarray)dst, NULL, 0, wOffsetDst, hOffsetDst};
@@ -328,6 +334,10 @@ cudaError_t cudaev__memcpy3d_params(const struct cudaMemcpy3DParms *p, CUDA_MEMC
   if ((e = side_elem(p->srcArray, &se)) != cudaSuccess) return e;
   if ((e = side_elem(p->dstArray, &de)) != cudaSuccess) return e;
   if (sa && da && se != de) return cudaErrorInvalidValue;
+  /* The driver faults on a pointer where no memory can be (handle.h). */
+  if ((!sa && cudaev__ptr_impossible(p->srcPtr.ptr)) ||
+      (!da && cudaev__ptr_impossible(p->dstPtr.ptr)))
+    return cudaErrorInvalidValue;
   /* The extent counts elements of whichever array takes part, bytes when
    * none does, and so does a pointer side's x position when an array
    * takes part (measured on NVIDIA's: the documentation says bytes). */
@@ -394,7 +404,16 @@ cudaError_t cudaev__memcpy3d_peer_params(const struct cudaMemcpy3DPeerParms *p,
   return cudaSuccess;
 }
 
+/* An empty extent is a successful no-op before any other part of the
+ * parameters is looked at: NVIDIA's runtime returns cudaSuccess for an
+ * all-zero cudaMemcpy3DParms (no array, no pointer, no kind), on a device
+ * (measured on an H100); only a NULL one is an invalid value. */
+static bool empty_extent(struct cudaExtent e) {
+  return e.width == 0 || e.height == 0 || e.depth == 0;
+}
+
 static cudaError_t memcpy3d(const struct cudaMemcpy3DParms *p, enum how h, CUstream s) {
+  if (p != NULL && empty_extent(p->extent)) return cudaSuccess;
   CUDA_MEMCPY3D m;
   cudaError_t e = cudaev__memcpy3d_params(p, &m);
   if (e != cudaSuccess) return e;
@@ -404,6 +423,7 @@ static cudaError_t memcpy3d(const struct cudaMemcpy3DParms *p, enum how h, CUstr
 }
 
 static cudaError_t memcpy3d_peer(const struct cudaMemcpy3DPeerParms *p, enum how h, CUstream s) {
+  if (p != NULL && empty_extent(p->extent)) return cudaSuccess;
   CUDA_MEMCPY3D_PEER m;
   cudaError_t e = cudaev__memcpy3d_peer_params(p, &m);
   if (e != cudaSuccess) return e;
@@ -419,6 +439,10 @@ static cudaError_t memcpy3d_peer(const struct cudaMemcpy3DPeerParms *p, enum how
 static cudaError_t memset2d(void *p, size_t pitch, int value, size_t width, size_t height,
                             enum how h, CUstream s) {
   if (width == 0 || height == 0) return cudaSuccess;
+  /* Rows that reach past the end of the address space cannot all be
+   * memory: the driver, asked for 2^62 of them, does not return within
+   * 30 s instead of refusing (nor does NVIDIA's runtime). */
+  if (pitch != 0 && height > CUDAEV_HANDLE_END / pitch) return cudaErrorInvalidValue;
   CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
   unsigned char v = (unsigned char)value;
   CUresult r = h == SYNC_LEGACY ? cudaev__drv.cuMemsetD2D8(d, pitch, v, width, height)
@@ -446,7 +470,10 @@ static cudaError_t memset3d(struct cudaPitchedPtr p, int value, struct cudaExten
 /* ---- exports ---------------------------------------------------------------- */
 
 /* Base export + per-thread variant sharing one body: SYNC picks the legacy
- * or per-thread default stream, ASYNC maps a NULL stream per variant. */
+ * or per-thread default stream, ASYNC maps a NULL stream per variant. An
+ * async call refuses a dead stream (handle.h) first: NVIDIA's runtime
+ * reaches the stream before any other argument, even for an empty copy,
+ * and crashes on one. */
 #define SYNC_HOW(pt) ((pt) ? SYNC_PTDS : SYNC_LEGACY)
 
 CUDAEV_DECLARE_VARIANT(cudaMemcpy2D, _ptds);
@@ -476,6 +503,7 @@ static cudaError_t memcpy2d_export(void *dst, size_t dpitch, const void *src, si
                                    size_t width, size_t height, enum cudaMemcpyKind kind,
                                    cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(
       memcpy2d(dst, dpitch, src, spitch, width, height, kind, h, stream_of(h, stream, pt)));
@@ -505,6 +533,7 @@ static cudaError_t to_array_export(cudaArray_t dst, size_t wOffset, size_t hOffs
                                    enum cudaMemcpyKind kind, cudaStream_t stream, bool async,
                                    bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memcpy2d_to_array(dst, wOffset, hOffset, src, spitch, width, height, kind, h,
                                        stream_of(h, stream, pt)));
@@ -541,6 +570,7 @@ static cudaError_t from_array_export(void *dst, size_t dpitch, cudaArray_const_t
                                      enum cudaMemcpyKind kind, cudaStream_t stream, bool async,
                                      bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memcpy2d_from_array(dst, dpitch, src, wOffset, hOffset, width, height, kind, h,
                                          stream_of(h, stream, pt)));
@@ -598,6 +628,7 @@ static cudaError_t to_array1d_export(cudaArray_t dst, size_t wOffset, size_t hOf
                                      const void *src, size_t count, enum cudaMemcpyKind kind,
                                      cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(
       memcpy_to_array(dst, wOffset, hOffset, src, count, kind, h, stream_of(h, stream, pt)));
@@ -625,6 +656,7 @@ static cudaError_t from_array1d_export(void *dst, cudaArray_const_t src, size_t 
                                        size_t hOffset, size_t count, enum cudaMemcpyKind kind,
                                        cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(
       memcpy_from_array(dst, src, wOffset, hOffset, count, kind, h, stream_of(h, stream, pt)));
@@ -671,6 +703,7 @@ cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size
 static cudaError_t memcpy3d_export(const struct cudaMemcpy3DParms *p, cudaStream_t stream,
                                    bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memcpy3d(p, h, stream_of(h, stream, pt)));
 }
@@ -691,6 +724,7 @@ cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream
 static cudaError_t memcpy3d_peer_export(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream,
                                         bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memcpy3d_peer(p, h, stream_of(h, stream, pt)));
 }
@@ -718,6 +752,7 @@ static cudaError_t batch_export(void *const *dsts, const void *const *srcs, cons
                                 size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
                                 size_t numAttrs, cudaStream_t stream, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(cudaev__drv.cuMemcpyBatchAsync(
       (CUdeviceptr *)(uintptr_t)dsts, (CUdeviceptr *)(uintptr_t)srcs, (size_t *)(uintptr_t)sizes,
       count, (CUmemcpyAttributes *)attrs, attrsIdxs, numAttrs, cudaev__stream(stream, pt)));
@@ -738,6 +773,7 @@ cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs
 static cudaError_t batch3d_export(size_t numOps, struct cudaMemcpy3DBatchOp *opList,
                                   unsigned long long flags, cudaStream_t stream, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  CUDAEV_LIVE_OR_RETURN(stream);
   return cudaev__ret_cu(cudaev__drv.cuMemcpy3DBatchAsync(numOps, (CUDA_MEMCPY3D_BATCH_OP *)opList,
                                                          flags, cudaev__stream(stream, pt)));
 }
@@ -756,6 +792,7 @@ cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchO
 static cudaError_t memset2d_export(void *devPtr, size_t pitch, int value, size_t width,
                                    size_t height, cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memset2d(devPtr, pitch, value, width, height, h, stream_of(h, stream, pt)));
 }
@@ -778,6 +815,7 @@ cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t
 static cudaError_t memset3d_export(struct cudaPitchedPtr p, int value, struct cudaExtent extent,
                                    cudaStream_t stream, bool async, bool pt) {
   CUDAEV_CTX_OR_RETURN();
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   enum how h = async ? ASYNC : SYNC_HOW(pt);
   return cudaev__ret(memset3d(p, value, extent, h, stream_of(h, stream, pt)));
 }

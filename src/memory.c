@@ -114,12 +114,14 @@ cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
 cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (devPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
-    return cudaev__ret(cudaErrorInvalidValue);
+  /* Size 0 succeeds before the flags are looked at, as NVIDIA's does
+   * (measured: flags 0, which it refuses with a size, succeed). */
   if (size == 0) {
     *devPtr = NULL;
     return cudaSuccess;
   }
+  if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
+    return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuMemAllocManaged((CUdeviceptr *)devPtr, size, flags));
 }
 
@@ -138,13 +140,17 @@ CUDAEV_DECLARE_VARIANT(cudaMemsetAsync, _ptsz);
 /* Synchronous copy on the legacy default stream (per_thread: on the
  * calling thread's default stream, the driver's _ptds entry points).
  * A count of 0 succeeds before the kind is looked at: NVIDIA's cudaMemcpy
- * returns cudaSuccess for (dst, src, 0, (cudaMemcpyKind)9) (measured). */
+ * returns cudaSuccess for (dst, src, 0, (cudaMemcpyKind)9) (measured).
+ * A pointer where no memory can be (handle.h) is an invalid value here,
+ * in both copies: the driver faults on it (NVIDIA's runtime with it). */
 static cudaError_t memcpy_sync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                                bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
   if (count == 0) return cudaSuccess;
   if (CUDAEV_UNLIKELY((unsigned)kind > (unsigned)cudaMemcpyDefault))
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
+  if (CUDAEV_UNLIKELY(cudaev__ptr_impossible(dst) || cudaev__ptr_impossible(src)))
+    return cudaev__ret(cudaErrorInvalidValue);
   CUdeviceptr d = (CUdeviceptr)dst, s = (CUdeviceptr)src;
   CUresult r;
   if (count > CUDAEV_STAGING_MIN && kind != cudaMemcpyDeviceToDevice &&
@@ -204,6 +210,8 @@ static inline cudaError_t memcpy_async(void *dst, const void *src, size_t count,
   if (CUDAEV_UNLIKELY(count == 0)) return cudaSuccess;
   if (CUDAEV_UNLIKELY((unsigned)kind > (unsigned)cudaMemcpyDefault))
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
+  if (CUDAEV_UNLIKELY(cudaev__ptr_impossible(dst) || cudaev__ptr_impossible(src)))
+    return cudaev__ret(cudaErrorInvalidValue);
   CUstream st = cudaev__stream(stream, per_thread);
   CUresult r;
   if (CUDAEV_UNLIKELY(count > CUDAEV_STAGING_MIN) && kind != cudaMemcpyDeviceToDevice &&

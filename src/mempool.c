@@ -12,6 +12,12 @@
 
 #include <string.h>
 
+/* A pool the driver would crash on (handle.h: a value where no pool can
+ * be) is refused with cudaErrorInvalidValue, NVIDIA's answer to a NULL
+ * one, right before the driver call. Pools need no table of their own:
+ * the driver answers a destroyed one. */
+#define POOL_LIVE_OR_RETURN(p) CUDAEV_LIVE_OR_RETURN_ERR(p, cudaErrorInvalidValue)
+
 CUDAEV_DECLARE_VARIANT(cudaMallocAsync, _ptsz);
 CUDAEV_DECLARE_VARIANT(cudaFreeAsync, _ptsz);
 CUDAEV_DECLARE_VARIANT(cudaMallocFromPoolAsync, _ptsz);
@@ -66,6 +72,7 @@ static inline cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_
     *ptr = NULL;
     return cudaev__ret(cudaErrorInvalidValue);
   }
+  POOL_LIVE_OR_RETURN(pool);
   return cudaev__ret_cu(cudaev__drv.cuMemAllocFromPoolAsync(
       (CUdeviceptr *)ptr, size, (CUmemoryPool)pool, cudaev__stream(stream, per_thread)));
 }
@@ -97,12 +104,14 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolPr
 cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
   CUDAEV_CTX_OR_RETURN();
   if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  POOL_LIVE_OR_RETURN(memPool);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolDestroy((CUmemoryPool)memPool));
 }
 
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) {
   CUDAEV_CTX_OR_RETURN();
   if (memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  POOL_LIVE_OR_RETURN(memPool);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolTrimTo((CUmemoryPool)memPool, minBytesToKeep));
 }
 
@@ -112,6 +121,7 @@ cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) {
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
   CUDAEV_CTX_OR_RETURN();
   if (memPool == NULL || value == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  POOL_LIVE_OR_RETURN(memPool);
   return cudaev__ret_cu(
       cudaev__drv.cuMemPoolSetAttribute((CUmemoryPool)memPool, (CUmemPool_attribute)attr, value));
 }
@@ -119,6 +129,7 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr 
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
   CUDAEV_CTX_OR_RETURN();
   if (memPool == NULL || value == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  POOL_LIVE_OR_RETURN(memPool);
   return cudaev__ret_cu(
       cudaev__drv.cuMemPoolGetAttribute((CUmemoryPool)memPool, (CUmemPool_attribute)attr, value));
 }
@@ -130,6 +141,7 @@ cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAcce
   CUDAEV_CTX_OR_RETURN();
   if (memPool == NULL || (descList == NULL && count != 0))
     return cudaev__ret(cudaErrorInvalidValue);
+  POOL_LIVE_OR_RETURN(memPool);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolSetAccess((CUmemoryPool)memPool,
                                                        (const CUmemAccessDesc *)descList, count));
 }
@@ -139,6 +151,7 @@ cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t m
   CUDAEV_CTX_OR_RETURN();
   if (flags == NULL || memPool == NULL || location == NULL)
     return cudaev__ret(cudaErrorInvalidValue);
+  POOL_LIVE_OR_RETURN(memPool);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolGetAccess(
       (CUmemAccess_flags *)flags, (CUmemoryPool)memPool, (CUmemLocation *)location));
 }
@@ -153,6 +166,7 @@ cudaError_t cudaMemPoolExportToShareableHandle(void *shareableHandle, cudaMemPoo
                                                unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (shareableHandle == NULL || memPool == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  POOL_LIVE_OR_RETURN(memPool);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolExportToShareableHandle(
       shareableHandle, (CUmemoryPool)memPool, (CUmemAllocationHandleType)handleType, flags));
 }
@@ -178,6 +192,7 @@ cudaError_t cudaMemPoolImportPointer(void **ptr, cudaMemPool_t memPool,
   CUDAEV_CTX_OR_RETURN();
   if (ptr == NULL || memPool == NULL || exportData == NULL)
     return cudaev__ret(cudaErrorInvalidValue);
+  POOL_LIVE_OR_RETURN(memPool);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolImportPointer(
       (CUdeviceptr *)ptr, (CUmemoryPool)memPool, (CUmemPoolPtrExportData *)exportData));
 }
@@ -227,6 +242,7 @@ cudaError_t cudaMemSetMemPool(struct cudaMemLocation *location, enum cudaMemAllo
   CUmemLocation l;
   cudaError_t e = with_location(location, &l);
   if (e != cudaSuccess) return cudaev__ret(e);
+  POOL_LIVE_OR_RETURN(memPool);
   return cudaev__ret_cu(
       cudaev__drv.cuMemSetMemPool(&l, (CUmemAllocationType)type, (CUmemoryPool)memPool));
 }

@@ -20,11 +20,12 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlock
                                                                    unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
   if (numBlocks == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* The flags before the function, as NVIDIA's runtime checks them. */
+  if (flags & ~(unsigned)cudaOccupancyDisableCachingOverride)
+    return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = occupancy_kernel(func, &k);
   if (e != cudaSuccess) return e;
-  if (flags & ~(unsigned)cudaOccupancyDisableCachingOverride)
-    return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
       numBlocks, (CUfunction)k, blockSize, dynamicSMemSize, flags));
 }
@@ -38,10 +39,12 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const 
 cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, const void *func,
                                                       int numBlocks, int blockSize) {
   CUDAEV_CTX_OR_RETURN();
-  if (dynamicSmemSize == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* NVIDIA's order: the block count, the function, then the output. */
+  if (numBlocks <= 0) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = occupancy_kernel(func, &k);
   if (e != cudaSuccess) return e;
+  if (dynamicSmemSize == NULL) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuOccupancyAvailableDynamicSMemPerBlock(
       dynamicSmemSize, (CUfunction)k, numBlocks, blockSize));
 }

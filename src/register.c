@@ -3,6 +3,7 @@
  * fill it (__cudaRegisterFatBinary and friends) are in src/nvcc_abi.c;
  * this file holds what they record and how it is looked up and loaded. */
 #include "register.h"
+#include "handle.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -274,7 +275,10 @@ cudaError_t cudaev__kernel_lookup(const void *func, CUkernel *out) {
   *out = NULL;
   cudaError_t e = cudaev__init();
   if (e != cudaSuccess) return e;
-  if (func == NULL) return cudaErrorInvalidDeviceFunction;
+  /* The driver reads through a foreign pointer: one that can be no
+   * object at all (handle.h) is refused before it crashes there. */
+  if (func == NULL || cudaev__addr_impossible((uintptr_t)func))
+    return cudaErrorInvalidDeviceFunction;
   return kernel_foreign(func, out);
 }
 

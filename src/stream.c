@@ -343,6 +343,9 @@ static cudaError_t begin_capture_to_graph_impl(cudaStream_t s, cudaGraph_t g,
                                                enum cudaStreamCaptureMode mode, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   CUDAEV_LIVE_OR_RETURN(s);
+  /* A graph the driver would crash on (handle.h): cudaErrorInvalidValue,
+   * NVIDIA's answer to a NULL graph (its runtime crashes on this one). */
+  CUDAEV_LIVE_OR_RETURN_ERR(g, cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuStreamBeginCaptureToGraph(
       cudaev__stream(s, pt), (CUgraph)g, (const CUgraphNode *)deps, (const CUgraphEdgeData *)data,
       n, (CUstreamCaptureMode)mode));
@@ -399,9 +402,15 @@ static cudaError_t capture_info_impl(cudaStream_t s, enum cudaStreamCaptureStatu
                                      size_t *n, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   CUDAEV_LIVE_OR_RETURN(s);
-  return cudaev__ret_cu(cudaev__drv.cuStreamGetCaptureInfo(
+  CUresult r = cudaev__drv.cuStreamGetCaptureInfo(
       cudaev__stream(s, pt), (CUstreamCaptureStatus *)st, (cuuint64_t *)id, (CUgraph *)g,
-      (const CUgraphNode **)deps, (const CUgraphEdgeData **)data, n));
+      (const CUgraphNode **)deps, (const CUgraphEdgeData **)data, n);
+  /* Capture makes nodes this runtime did not hand out yet: the ones it
+   * hands out here are live, whatever a destroyed node left at their
+   * address (handle.h). */
+  if (r == CUDA_SUCCESS && deps != NULL && *deps != NULL && n != NULL)
+    for (size_t i = 0; i < *n; i++) cudaev__handle_revive((*deps)[i]);
+  return cudaev__ret_cu(r);
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamGetCaptureInfo, _ptsz);
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,

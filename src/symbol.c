@@ -5,6 +5,7 @@
  * uses the legacy default stream (the per-thread one for the _ptds
  * exports), an asynchronous one the given stream. */
 #include "register.h"
+#include "handle.h"
 
 CUDAEV_DECLARE_VARIANT(cudaMemcpyToSymbol, _ptds);
 CUDAEV_DECLARE_VARIANT(cudaMemcpyFromSymbol, _ptds);
@@ -13,22 +14,23 @@ CUDAEV_DECLARE_VARIANT(cudaMemcpyFromSymbolAsync, _ptsz);
 
 cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol) {
   CUDAEV_CTX_OR_RETURN();
-  if (devPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* The symbol before the output, as NVIDIA's runtime checks them. */
   CUdeviceptr p;
   size_t n;
   cudaError_t e = cudaev__symbol_lookup(symbol, &p, &n);
   if (e != cudaSuccess) return cudaev__ret(e);
+  if (devPtr == NULL) return cudaev__ret(cudaErrorInvalidValue);
   *devPtr = (void *)(uintptr_t)p;
   return cudaSuccess;
 }
 
 cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol) {
   CUDAEV_CTX_OR_RETURN();
-  if (size == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUdeviceptr p;
   size_t n;
   cudaError_t e = cudaev__symbol_lookup(symbol, &p, &n);
   if (e != cudaSuccess) return cudaev__ret(e);
+  if (size == NULL) return cudaev__ret(cudaErrorInvalidValue);
   *size = n;
   return cudaSuccess;
 }
@@ -50,13 +52,18 @@ static cudaError_t to_symbol(const void *symbol, const void *src, size_t count, 
                              enum cudaMemcpyKind kind, bool async, cudaStream_t stream,
                              bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
+  /* An empty copy succeeds before the symbol is looked up, as in NVIDIA's
+   * runtime (cudaSuccess for an unregistered symbol and count 0). */
+  if (count == 0) return cudaSuccess;
   CUdeviceptr dst;
   cudaError_t e = symbol_range(symbol, count, offset, &dst);
   if (e != cudaSuccess) return cudaev__ret(e);
   if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
       kind != cudaMemcpyDefault)
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
-  if (count == 0) return cudaSuccess;
+  /* The symbol comes first, as in NVIDIA's runtime; then a stream the
+   * driver would crash on (handle.h). */
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   CUdeviceptr s = (CUdeviceptr)(uintptr_t)src;
   CUresult r;
   if (async) {
@@ -89,13 +96,18 @@ static cudaError_t from_symbol(void *dst, const void *symbol, size_t count, size
                                enum cudaMemcpyKind kind, bool async, cudaStream_t stream,
                                bool per_thread) {
   CUDAEV_CTX_OR_RETURN();
+  /* An empty copy succeeds before the symbol is looked up, as in NVIDIA's
+   * runtime (cudaSuccess for an unregistered symbol and count 0). */
+  if (count == 0) return cudaSuccess;
   CUdeviceptr src;
   cudaError_t e = symbol_range(symbol, count, offset, &src);
   if (e != cudaSuccess) return cudaev__ret(e);
   if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
       kind != cudaMemcpyDefault)
     return cudaev__ret(cudaErrorInvalidMemcpyDirection);
-  if (count == 0) return cudaSuccess;
+  /* The symbol comes first, as in NVIDIA's runtime; then a stream the
+   * driver would crash on (handle.h). */
+  if (async) CUDAEV_LIVE_OR_RETURN(stream);
   CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst;
   CUresult r;
   if (async) {

@@ -169,7 +169,9 @@ Test(device, flags_are_checked_before_the_driver) {
   cr_expect_eq(cudaSetDeviceFlags(0x100), cudaErrorInvalidValue);
   cr_expect_eq(cudaSetDeviceFlags(cudaDeviceScheduleSpin | cudaDeviceScheduleYield),
                cudaErrorInvalidValue);
-  cr_expect_eq(cudaInitDevice(0, 0x100, 0), cudaErrorInvalidValue);
+  /* cudaInitDevice ignores device flags cudaSetDeviceFlags refuses, as
+   * NVIDIA's does (measured on an H100) */
+  cr_expect_eq(cudaInitDevice(0, 0x100, 0), cudaSuccess);
   cr_expect_eq(cudaInitDevice(3, 0, 0), cudaErrorInvalidDevice);
 }
 

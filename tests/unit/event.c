@@ -12,7 +12,7 @@ static unsigned created_flags;
 static CUresult fake_event_create(CUevent *e, unsigned flags) {
   creates++;
   created_flags = flags;
-  *e = (CUevent)(uintptr_t)0xe0;
+  *e = (CUevent)(uintptr_t)0x1000e0;
   return CUDA_SUCCESS;
 }
 
@@ -69,7 +69,7 @@ Test(event, flags_are_checked_before_the_driver) {
 
 Test(event, record_maps_streams_like_every_stream_argument) {
   install();
-  cudaEvent_t e = (cudaEvent_t)(uintptr_t)0xe0;
+  cudaEvent_t e = (cudaEvent_t)(uintptr_t)0x1000e0;
   cr_expect_eq(cudaEventRecord(e, NULL), cudaSuccess);
   cr_expect_eq(recorded_on, NULL);
   cr_expect_eq(cudaEventRecord_ptsz(e, NULL), cudaSuccess);
@@ -85,7 +85,7 @@ Test(event, record_maps_streams_like_every_stream_argument) {
 
 Test(event, elapsed_time_errors) {
   install();
-  cudaEvent_t a = (cudaEvent_t)(uintptr_t)0xa, b = (cudaEvent_t)(uintptr_t)0xb;
+  cudaEvent_t a = (cudaEvent_t)(uintptr_t)0x10000a, b = (cudaEvent_t)(uintptr_t)0x10000b;
   float ms = 0;
   cr_expect_eq(cudaEventElapsedTime(NULL, a, b), cudaErrorInvalidValue);
   elapsed_result = CUDA_ERROR_NOT_READY;
@@ -111,7 +111,7 @@ static CUresult fake_event_query(CUevent e) {
 }
 static CUresult fake_stream_create(CUstream *s, unsigned flags) {
   (void)flags;
-  *s = (CUstream)(uintptr_t)0xe0; /* the address of the fake's event */
+  *s = (CUstream)(uintptr_t)0x1000e0; /* the address of the fake's event */
   return CUDA_SUCCESS;
 }
 
@@ -136,7 +136,7 @@ Test(event, destroyed_events_are_refused_before_the_driver) {
   cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
   cr_assert_eq(cudaEventDestroy(e), cudaSuccess);
   event_driver_calls = 0;
-  recorded_on = (CUstream)(uintptr_t)0x77;
+  recorded_on = (CUstream)(uintptr_t)0x100077;
   cr_expect_eq(cudaEventQuery(e), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaEventSynchronize(e), cudaErrorInvalidResourceHandle);
@@ -147,7 +147,7 @@ Test(event, destroyed_events_are_refused_before_the_driver) {
   cr_expect_eq(cudaStreamWaitEvent(NULL, e, 0), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaEventDestroy(e), cudaErrorInvalidResourceHandle);
   cr_expect_eq(event_driver_calls, 0);
-  cr_expect_eq(recorded_on, (CUstream)(uintptr_t)0x77);
+  cr_expect_eq(recorded_on, (CUstream)(uintptr_t)0x100077);
 
   /* Created again at the same address: live. */
   cr_assert_eq(cudaEventCreate(&e), cudaSuccess);
@@ -166,7 +166,7 @@ Test(event, destroyed_events_are_refused_before_the_driver) {
   cudaStream_t s = NULL;
   cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
   cr_expect_eq((void *)s, (void *)e);
-  cr_expect_eq(cudaEventRecord((cudaEvent_t)(uintptr_t)0xe1, s), cudaSuccess);
+  cr_expect_eq(cudaEventRecord((cudaEvent_t)(uintptr_t)0x1000e1, s), cudaSuccess);
   cr_expect_eq(recorded_on, (CUstream)s);
 }
 

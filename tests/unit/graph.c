@@ -19,7 +19,7 @@ static CUresult fake_add_memcpy(CUgraphNode *n, CUgraph g, const CUgraphNode *de
   adds++;
   seen_copy = *p;
   seen_ctx = ctx;
-  *n = (CUgraphNode)(uintptr_t)0x900;
+  *n = (CUgraphNode)(uintptr_t)0x100900;
   return CUDA_SUCCESS;
 }
 static CUresult fake_get_memcpy(CUgraphNode n, CUDA_MEMCPY3D *p) {
@@ -33,7 +33,7 @@ static CUresult fake_instantiate(CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIA
   (void)g;
   seen_inst = *p;
   p->result_out = CUDA_GRAPH_INSTANTIATE_SUCCESS;
-  *e = (CUgraphExec)(uintptr_t)0xe;
+  *e = (CUgraphExec)(uintptr_t)0x10000e;
   return CUDA_SUCCESS;
 }
 
@@ -50,8 +50,8 @@ Test(graph, memcpy_1d_node_becomes_a_driver_copy_in_bytes) {
   install();
   char host[64];
   cudaGraphNode_t n;
-  cr_assert_eq(cudaGraphAddMemcpyNode1D(&n, (cudaGraph_t)0x1, NULL, 0, (void *)0xd000, host, 64,
-                                        cudaMemcpyHostToDevice),
+  cr_assert_eq(cudaGraphAddMemcpyNode1D(&n, (cudaGraph_t)0x100001, NULL, 0, (void *)0xd000, host,
+                                        64, cudaMemcpyHostToDevice),
                cudaSuccess);
   cr_expect_eq(seen_copy.srcMemoryType, CU_MEMORYTYPE_HOST);
   cr_expect_eq(seen_copy.srcHost, host);
@@ -82,7 +82,7 @@ Test(graph, memcpy_3d_pitched_default_kind_is_unified) {
   p.extent = (struct cudaExtent){100, 8, 2};
   p.kind = cudaMemcpyDefault;
   cudaGraphNode_t n;
-  cr_assert_eq(cudaGraphAddMemcpyNode(&n, (cudaGraph_t)0x1, NULL, 0, &p), cudaSuccess);
+  cr_assert_eq(cudaGraphAddMemcpyNode(&n, (cudaGraph_t)0x100001, NULL, 0, &p), cudaSuccess);
   cr_expect_eq(seen_copy.srcMemoryType, CU_MEMORYTYPE_UNIFIED);
   cr_expect_eq(seen_copy.dstMemoryType, CU_MEMORYTYPE_UNIFIED);
   cr_expect_eq(seen_copy.srcXInBytes, 3);
@@ -107,15 +107,18 @@ Test(graph, memcpy_node_argument_errors) {
   p.dstPtr.ptr = (void *)0x2000;
   p.extent = (struct cudaExtent){1, 1, 1};
   p.kind = (enum cudaMemcpyKind)7;
-  cr_expect_eq(cudaGraphAddMemcpyNode(&n, (cudaGraph_t)0x1, NULL, 0, &p),
+  cr_expect_eq(cudaGraphAddMemcpyNode(&n, (cudaGraph_t)0x100001, NULL, 0, &p),
                cudaErrorInvalidMemcpyDirection);
   p.kind = cudaMemcpyDeviceToDevice;
-  p.srcArray = (cudaArray_t)0x3000; /* both an array and a pointer */
-  cr_expect_eq(cudaGraphAddMemcpyNode(&n, (cudaGraph_t)0x1, NULL, 0, &p), cudaErrorInvalidValue);
+  p.srcArray = (cudaArray_t)0x103000; /* both an array and a pointer */
+  cr_expect_eq(cudaGraphAddMemcpyNode(&n, (cudaGraph_t)0x100001, NULL, 0, &p),
+               cudaErrorInvalidValue);
   p.srcArray = NULL;
   p.dstPtr.ptr = NULL; /* neither */
-  cr_expect_eq(cudaGraphAddMemcpyNode(&n, (cudaGraph_t)0x1, NULL, 0, &p), cudaErrorInvalidValue);
-  cr_expect_eq(cudaGraphAddMemcpyNode(&n, (cudaGraph_t)0x1, NULL, 0, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaGraphAddMemcpyNode(&n, (cudaGraph_t)0x100001, NULL, 0, &p),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaGraphAddMemcpyNode(&n, (cudaGraph_t)0x100001, NULL, 0, NULL),
+               cudaErrorInvalidValue);
   cr_expect_eq(adds, 0);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
 }
@@ -124,10 +127,10 @@ static void not_a_kernel(void) {}
 
 /* The driver knows one CUkernel, 0x4e0 (a kernel of a library loaded
  * through the driver API); every other handle is invalid. */
-#define FOREIGN_KERNEL ((CUkernel)(uintptr_t)0x4e0)
+#define FOREIGN_KERNEL ((CUkernel)(uintptr_t)0x1004e0)
 static CUresult fake_kernel_get_library(CUlibrary *lib, CUkernel k) {
   if (k != FOREIGN_KERNEL) return CUDA_ERROR_INVALID_HANDLE;
-  *lib = (CUlibrary)(uintptr_t)0x11b;
+  *lib = (CUlibrary)(uintptr_t)0x10011b;
   return CUDA_SUCCESS;
 }
 static CUDA_KERNEL_NODE_PARAMS seen_kernel;
@@ -138,7 +141,7 @@ static CUresult fake_add_kernel(CUgraphNode *n, CUgraph g, const CUgraphNode *de
   (void)nd;
   adds++;
   seen_kernel = *p;
-  *n = (CUgraphNode)(uintptr_t)0x901;
+  *n = (CUgraphNode)(uintptr_t)0x100901;
   return CUDA_SUCCESS;
 }
 
@@ -159,18 +162,19 @@ Test(graph, kernel_node_with_an_unregistered_function) {
   k.gridDim = (dim3){1, 1, 1};
   k.blockDim = (dim3){1, 1, 1};
   cudaGraphNode_t n;
-  cr_expect_eq(cudaGraphAddKernelNode(&n, (cudaGraph_t)0x1, NULL, 0, &k),
+  cr_expect_eq(cudaGraphAddKernelNode(&n, (cudaGraph_t)0x100001, NULL, 0, &k),
                cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
   k.func = NULL;
-  cr_expect_eq(cudaGraphAddKernelNode(&n, (cudaGraph_t)0x1, NULL, 0, &k),
+  cr_expect_eq(cudaGraphAddKernelNode(&n, (cudaGraph_t)0x100001, NULL, 0, &k),
                cudaErrorInvalidDeviceFunction);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
-  cr_expect_eq(cudaGraphAddKernelNode(&n, (cudaGraph_t)0x1, NULL, 0, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaGraphAddKernelNode(&n, (cudaGraph_t)0x100001, NULL, 0, NULL),
+               cudaErrorInvalidValue);
   cr_expect_eq(adds, 0);
 
   k.func = (void *)FOREIGN_KERNEL;
-  cr_expect_eq(cudaGraphAddKernelNode(&n, (cudaGraph_t)0x1, NULL, 0, &k), cudaSuccess);
+  cr_expect_eq(cudaGraphAddKernelNode(&n, (cudaGraph_t)0x100001, NULL, 0, &k), cudaSuccess);
   cr_expect_eq(adds, 1);
   cr_expect_eq(seen_kernel.kern, FOREIGN_KERNEL);
   cr_expect_eq(seen_kernel.func, NULL);
@@ -184,7 +188,7 @@ static CUresult fake_graph_launch(CUgraphExec e, CUstream s) {
 }
 static CUresult fake_stream_create(CUstream *s, unsigned flags) {
   (void)flags;
-  *s = (CUstream)(uintptr_t)0x5000;
+  *s = (CUstream)(uintptr_t)0x105000;
   return CUDA_SUCCESS;
 }
 static CUresult fake_stream_destroy(CUstream s) {
@@ -202,7 +206,7 @@ static CUresult fake_add_event_node(CUgraphNode *n, CUgraph g, const CUgraphNode
   (void)nd;
   (void)e;
   adds++;
-  *n = (CUgraphNode)(uintptr_t)0x902;
+  *n = (CUgraphNode)(uintptr_t)0x100902;
   return CUDA_SUCCESS;
 }
 
@@ -220,20 +224,24 @@ Test(graph, destroyed_streams_and_events_are_refused) {
   cudaev__driver_install(&fake, 13000);
   cudaStream_t s;
   cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
-  cr_expect_eq(cudaGraphLaunch((cudaGraphExec_t)0xe, s), cudaSuccess);
+  cr_expect_eq(cudaGraphLaunch((cudaGraphExec_t)0x10000e, s), cudaSuccess);
   cr_assert_eq(cudaStreamDestroy(s), cudaSuccess);
-  cr_expect_eq(cudaGraphLaunch((cudaGraphExec_t)0xe, s), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGraphLaunch((cudaGraphExec_t)0x10000e, s), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
   cr_expect_eq(adds, 1);
-  cudaEvent_t e = (cudaEvent_t)(uintptr_t)0xe00;
+  cudaEvent_t e = (cudaEvent_t)(uintptr_t)0x100e00;
   cudaGraphNode_t n;
-  cr_expect_eq(cudaGraphAddEventRecordNode(&n, (cudaGraph_t)0x1, NULL, 0, e), cudaSuccess);
+  cr_expect_eq(cudaGraphAddEventRecordNode(&n, (cudaGraph_t)0x100001, NULL, 0, e), cudaSuccess);
   cr_assert_eq(cudaEventDestroy(e), cudaSuccess);
-  cr_expect_eq(cudaGraphAddEventRecordNode(&n, (cudaGraph_t)0x1, NULL, 0, e),
-               cudaErrorInvalidResourceHandle);
-  cr_expect_eq(cudaGraphAddEventWaitNode(&n, (cudaGraph_t)0x1, NULL, 0, e),
-               cudaErrorInvalidResourceHandle);
-  cr_expect_eq(adds, 2);
+  /* an event node only stores its event: NVIDIA's runtime adds one with a
+   * destroyed event (cudaSuccess), and so does ours */
+  cr_expect_eq(cudaGraphAddEventRecordNode(&n, (cudaGraph_t)0x100001, NULL, 0, e), cudaSuccess);
+  cr_expect_eq(cudaGraphAddEventWaitNode(&n, (cudaGraph_t)0x100001, NULL, 0, e), cudaSuccess);
+  cr_expect_eq(adds, 4);
+  /* a graph where no graph can be never reaches the driver */
+  cr_expect_eq(cudaGraphAddEventWaitNode(&n, (cudaGraph_t)0x1234, NULL, 0, e),
+               cudaErrorInvalidValue);
+  cr_expect_eq(adds, 4);
 }
 
 Test(graph, instantiate_with_params_ptsz_maps_the_upload_stream) {
@@ -243,11 +251,12 @@ Test(graph, instantiate_with_params_ptsz_maps_the_upload_stream) {
   ip.flags = cudaGraphInstantiateFlagUpload;
   ip.result_out = cudaGraphInstantiateError;
   cudaGraphExec_t e;
-  cr_assert_eq(cudaGraphInstantiateWithParams_ptsz(&e, (cudaGraph_t)0x1, &ip), cudaSuccess);
+  cr_assert_eq(cudaGraphInstantiateWithParams_ptsz(&e, (cudaGraph_t)0x100001, &ip), cudaSuccess);
   cr_expect_eq(seen_inst.hUploadStream, CU_STREAM_PER_THREAD);
   cr_expect_eq(seen_inst.flags, CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD);
   cr_expect_eq(ip.result_out, cudaGraphInstantiateSuccess);
-  cr_assert_eq(cudaGraphInstantiateWithParams(&e, (cudaGraph_t)0x1, &ip), cudaSuccess);
+  cr_assert_eq(cudaGraphInstantiateWithParams(&e, (cudaGraph_t)0x100001, &ip), cudaSuccess);
   cr_expect_eq(seen_inst.hUploadStream, NULL);
-  cr_expect_eq(cudaGraphInstantiateWithParams(&e, (cudaGraph_t)0x1, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaGraphInstantiateWithParams(&e, (cudaGraph_t)0x100001, NULL),
+               cudaErrorInvalidValue);
 }

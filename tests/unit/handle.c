@@ -25,13 +25,20 @@ static cudaError_t use(const void *h) {
   return cudaSuccess;
 }
 
+/* The same for a type of handle NVIDIA's runtime answers with
+ * cudaErrorInvalidValue (graphs, pools...). */
+static cudaError_t use_as_value(const void *h) {
+  CUDAEV_LIVE_OR_RETURN_ERR(h, cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
 Test(handle, a_handle_never_destroyed_is_live) {
-  cr_expect_not(cudaev__handle_dead((void *)0x5000));
-  cr_expect_eq(use((void *)0x5000), cudaSuccess);
+  cr_expect_not(cudaev__handle_dead((void *)0x105000));
+  cr_expect_eq(use((void *)0x105000), cudaSuccess);
 }
 
 Test(handle, destroyed_is_dead_until_created_again) {
-  void *h = (void *)0x5000;
+  void *h = (void *)0x105000;
   cudaev__handle_bury(h);
   cr_expect(cudaev__handle_dead(h));
   /* The driver hands the address out again to one of our creates. */
@@ -56,8 +63,33 @@ Test(handle, null_legacy_and_per_thread_are_never_dead) {
   for (size_t s = 0; s < SLOTS; s++) cr_expect_eq(atomic_load(&cudaev__handle_graves[s]), 0);
 }
 
+/* Values where no object of the process can be are dead without a
+ * lookup: below 64 KiB (except the special streams) and from the end of
+ * user space on; the first and last possible addresses are not. */
+Test(handle, values_where_no_object_can_be_are_dead) {
+  const uintptr_t dead[] = {
+      3, 0x1234, CUDAEV_HANDLE_MIN - 1, CUDAEV_HANDLE_END, CUDAEV_HANDLE_END + 0x1000, UINTPTR_MAX};
+  for (size_t i = 0; i < sizeof dead / sizeof dead[0]; i++) {
+    cr_expect(cudaev__handle_dead((void *)dead[i]), "%#zx", (size_t)dead[i]);
+    cr_expect(cudaev__ptr_impossible((void *)dead[i]), "%#zx", (size_t)dead[i]);
+    cr_expect_eq(use((void *)dead[i]), cudaErrorInvalidResourceHandle);
+  }
+  const uintptr_t live[] = {CUDAEV_HANDLE_MIN, CUDAEV_HANDLE_END - 64, 0x7f0000001000u};
+  for (size_t i = 0; i < sizeof live / sizeof live[0]; i++) {
+    cr_expect_not(cudaev__handle_dead((void *)live[i]), "%#zx", (size_t)live[i]);
+    cr_expect_not(cudaev__ptr_impossible((void *)live[i]), "%#zx", (size_t)live[i]);
+  }
+  /* NULL is no pointer at all, which each call answers for itself. */
+  cr_expect_not(cudaev__ptr_impossible(NULL));
+  /* A function leaves with the code its type of handle calls for. */
+  cudaev__thread.last_error = cudaSuccess;
+  cr_expect_eq(use_as_value((void *)0x1234), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev__thread.last_error, cudaErrorInvalidValue);
+  cudaev__thread.last_error = cudaSuccess;
+}
+
 Test(handle, live_or_return_refuses_and_records_the_error) {
-  void *h = (void *)0x7040;
+  void *h = (void *)0x107040;
   cudaev__thread.last_error = cudaSuccess;
   cudaev__handle_bury(h);
   cr_expect_eq(use(h), cudaErrorInvalidResourceHandle);

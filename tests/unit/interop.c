@@ -90,7 +90,7 @@ static CUresult f_acquire(CUeglStreamConnection *conn, CUgraphicsResource *r, CU
   got.calls++;
   got.pst = pst;
   got.flags = timeout;
-  *r = (CUgraphicsResource)(uintptr_t)0x7000;
+  *r = (CUgraphicsResource)(uintptr_t)0x107000;
   return CUDA_SUCCESS;
 }
 
@@ -125,7 +125,7 @@ static CUresult f_gl_register_image(CUgraphicsResource *r, GLuint image, GLenum 
   got.obj = image;
   got.target = target;
   got.flags = flags;
-  *r = (CUgraphicsResource)(uintptr_t)0x6000;
+  *r = (CUgraphicsResource)(uintptr_t)0x106000;
   return CUDA_SUCCESS;
 }
 static CUresult f_gl_set_map_flags(GLuint obj, unsigned flags) {
@@ -146,7 +146,7 @@ static CUresult f_vdpau_video(CUgraphicsResource *r, VdpVideoSurface s, unsigned
   got.calls++;
   got.obj = s;
   got.flags = flags;
-  *r = (CUgraphicsResource)(uintptr_t)0x5000;
+  *r = (CUgraphicsResource)(uintptr_t)0x105000;
   return CUDA_SUCCESS;
 }
 
@@ -158,7 +158,7 @@ static CUresult f_ext_mip(CUmipmappedArray *m, CUexternalMemory mem,
   (void)mem;
   got.calls++;
   got.mip = *d;
-  *m = (CUmipmappedArray)(uintptr_t)0x4000;
+  *m = (CUmipmappedArray)(uintptr_t)0x104000;
   return CUDA_SUCCESS;
 }
 
@@ -209,7 +209,11 @@ static struct cudaChannelFormatDesc chan(int x, int y, int z, int w, enum cudaCh
 }
 
 #if GRAPHICS
-#define CONN ((cudaEglStreamConnection *)(uintptr_t)0x3000)
+/* A connection, as the caller's variable that holds it. */
+static cudaEglStreamConnection conn_var = (cudaEglStreamConnection)(uintptr_t)0x103000;
+#define CONN (&conn_var)
+/* A registered resource, as far as the fake driver is concerned. */
+#define RES  ((cudaGraphicsResource_t)(uintptr_t)0x100099)
 
 static void expect_chan(struct cudaChannelFormatDesc d, int x, int y, int z, int w,
                         enum cudaChannelFormatKind f) {
@@ -232,7 +236,7 @@ Test(interop, present_pitch_frame_goes_down_as_its_first_plane) {
       1920, 1080, 0, 2048, 1, chan(8, 0, 0, 0, cudaChannelFormatKindUnsigned), {0}};
   f.planeDesc[1] = (cudaEglPlaneDesc){
       960, 540, 0, 2048, 2, chan(8, 8, 0, 0, cudaChannelFormatKindUnsigned), {0}};
-  cudaStream_t s = (cudaStream_t)(uintptr_t)0x99;
+  cudaStream_t s = (cudaStream_t)(uintptr_t)0x100099;
   cr_assert_eq(cudaEGLStreamProducerPresentFrame(CONN, f, &s), cudaSuccess);
   cr_assert_eq(got.calls, 1);
   cr_expect_eq(got.pst, (CUstream *)&s);
@@ -257,11 +261,11 @@ Test(interop, present_array_frame) {
   f.frameType = cudaEglFrameTypeArray;
   f.eglColorFormat = cudaEglColorFormatRGBA;
   f.planeCount = 1;
-  f.frame.pArray[0] = (cudaArray_t)(uintptr_t)0xa000;
+  f.frame.pArray[0] = (cudaArray_t)(uintptr_t)0x10a000;
   f.planeDesc[0] =
       (cudaEglPlaneDesc){640, 480, 1, 0, 4, chan(32, 32, 32, 32, cudaChannelFormatKindFloat), {0}};
   cr_assert_eq(cudaEGLStreamProducerPresentFrame(CONN, f, NULL), cudaSuccess);
-  cr_expect_eq(got.frame.frame.pArray[0], (CUarray)(uintptr_t)0xa000);
+  cr_expect_eq(got.frame.frame.pArray[0], (CUarray)(uintptr_t)0x10a000);
   cr_expect_eq(got.frame.frameType, CU_EGL_FRAME_TYPE_ARRAY);
   cr_expect_eq(got.frame.eglColorFormat, CU_EGL_COLOR_FORMAT_RGBA);
   cr_expect_eq(got.frame.cuFormat, CU_AD_FORMAT_FLOAT);
@@ -284,7 +288,7 @@ Test(interop, present_frame_rejected_before_the_driver) {
   cr_expect_eq(cudaEGLStreamProducerPresentFrame(CONN, f, NULL), cudaErrorInvalidChannelDescriptor);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidChannelDescriptor);
   f.planeDesc[0].channelDesc = chan(8, 0, 0, 0, cudaChannelFormatKindUnsigned);
-  cr_expect_eq(cudaEGLStreamProducerPresentFrame(NULL, f, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaEGLStreamProducerPresentFrame(NULL, f, NULL), cudaErrorInvalidResourceHandle);
   cr_expect_eq(got.calls, 0);
   got.result = CUDA_ERROR_INVALID_HANDLE;
   cr_expect_eq(cudaEGLStreamProducerPresentFrame(CONN, f, NULL), cudaErrorInvalidResourceHandle);
@@ -308,7 +312,7 @@ Test(interop, mapped_planar_420_pitch_frame) {
   got.give.cuFormat = CU_AD_FORMAT_UNSIGNED_INT8;
   cudaEglFrame f;
   memset(&f, 0xff, sizeof f);
-  cudaGraphicsResource_t res = (cudaGraphicsResource_t)(uintptr_t)0x8000;
+  cudaGraphicsResource_t res = (cudaGraphicsResource_t)(uintptr_t)0x108000;
   cr_assert_eq(cudaGraphicsResourceGetMappedEglFrame(&f, res, 2, 3), cudaSuccess);
   cr_expect_eq(got.flags, 23);
   cr_expect_eq(f.frameType, cudaEglFrameTypePitch);
@@ -367,15 +371,15 @@ Test(interop, mapped_array_frame) {
   got.give.frameType = CU_EGL_FRAME_TYPE_ARRAY;
   got.give.eglColorFormat = CU_EGL_COLOR_FORMAT_ABGR;
   got.give.planeCount = 1;
-  got.give.frame.pArray[0] = (CUarray)(uintptr_t)0xa000;
+  got.give.frame.pArray[0] = (CUarray)(uintptr_t)0x10a000;
   got.give.width = 64;
   got.give.height = 32;
   got.give.numChannels = 4;
   got.give.cuFormat = CU_AD_FORMAT_HALF;
   cudaEglFrame f;
-  cr_assert_eq(cudaGraphicsResourceGetMappedEglFrame(&f, NULL, 0, 0), cudaSuccess);
+  cr_assert_eq(cudaGraphicsResourceGetMappedEglFrame(&f, RES, 0, 0), cudaSuccess);
   cr_expect_eq(f.frameType, cudaEglFrameTypeArray);
-  cr_expect_eq(f.frame.pArray[0], (cudaArray_t)(uintptr_t)0xa000);
+  cr_expect_eq(f.frame.pArray[0], (cudaArray_t)(uintptr_t)0x10a000);
   cr_expect_null(f.frame.pArray[1]);
   cr_expect_eq(f.planeDesc[0].width, 64);
   cr_expect_eq(f.planeDesc[0].numChannels, 4);
@@ -383,13 +387,16 @@ Test(interop, mapped_array_frame) {
 }
 
 Test(interop, mapped_frame_errors_leave_the_frame_alone) {
-  cr_expect_eq(cudaGraphicsResourceGetMappedEglFrame(NULL, NULL, 0, 0), cudaErrorInvalidValue);
+  /* the resource first, then the frame, as NVIDIA's runtime checks them */
+  cr_expect_eq(cudaGraphicsResourceGetMappedEglFrame(NULL, NULL, 0, 0),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGraphicsResourceGetMappedEglFrame(NULL, RES, 0, 0), cudaErrorInvalidValue);
   cr_expect_eq(cudaEGLStreamProducerReturnFrame(CONN, NULL, NULL), cudaErrorInvalidValue);
   cr_expect_eq(got.calls, 0);
   got.result = CUDA_ERROR_NOT_MAPPED;
   cudaEglFrame f;
   memset(&f, 0x5a, sizeof f);
-  cr_expect_eq(cudaGraphicsResourceGetMappedEglFrame(&f, NULL, 0, 0),
+  cr_expect_eq(cudaGraphicsResourceGetMappedEglFrame(&f, RES, 0, 0),
                cudaev__error_from_cu(CUDA_ERROR_NOT_MAPPED));
   cr_expect_eq(f.planeCount, 0x5a5a5a5au);
   cr_expect_eq(cudaGetLastError(), cudaev__error_from_cu(CUDA_ERROR_NOT_MAPPED));
@@ -399,30 +406,32 @@ Test(interop, mapped_frame_errors_leave_the_frame_alone) {
 
 Test(interop, egl_pass_through) {
   cudaGraphicsResource_t r = NULL;
-  cr_expect_eq(cudaGraphicsEGLRegisterImage(&r, (EGLImageKHR)(uintptr_t)0x42,
+  cr_expect_eq(cudaGraphicsEGLRegisterImage(&r, (EGLImageKHR)(uintptr_t)0x100042,
                                             cudaGraphicsRegisterFlagsReadOnly),
                cudaSuccess);
-  cr_expect_eq(r, (cudaGraphicsResource_t)(uintptr_t)0x42);
+  cr_expect_eq(r, (cudaGraphicsResource_t)(uintptr_t)0x100042);
   cr_expect_eq(got.flags, cudaGraphicsRegisterFlagsReadOnly);
   cr_expect_eq(cudaGraphicsEGLRegisterImage(NULL, NULL, 0), cudaErrorInvalidValue);
 
   cudaEvent_t e = NULL;
-  cr_expect_eq(cudaEventCreateFromEGLSync(&e, (EGLSyncKHR)(uintptr_t)0x43, cudaEventBlockingSync),
-               cudaSuccess);
-  cr_expect_eq(e, (cudaEvent_t)(uintptr_t)0x43);
+  cr_expect_eq(
+      cudaEventCreateFromEGLSync(&e, (EGLSyncKHR)(uintptr_t)0x100043, cudaEventBlockingSync),
+      cudaSuccess);
+  cr_expect_eq(e, (cudaEvent_t)(uintptr_t)0x100043);
   cr_expect_eq(got.flags, CU_EVENT_BLOCKING_SYNC);
   cr_expect_eq(cudaEventCreateFromEGLSync(NULL, NULL, 0), cudaErrorInvalidValue);
 
   cudaStream_t s = NULL;
   cr_expect_eq(cudaEGLStreamConsumerAcquireFrame(CONN, &r, &s, 1000), cudaSuccess);
-  cr_expect_eq(r, (cudaGraphicsResource_t)(uintptr_t)0x7000);
+  cr_expect_eq(r, (cudaGraphicsResource_t)(uintptr_t)0x107000);
   cr_expect_eq(got.pst, (CUstream *)&s);
   cr_expect_eq(got.flags, 1000);
-  cr_expect_eq(cudaEGLStreamConsumerAcquireFrame(NULL, &r, &s, 0), cudaErrorInvalidValue);
+  cr_expect_eq(cudaEGLStreamConsumerAcquireFrame(NULL, &r, &s, 0), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaEGLStreamConsumerAcquireFrame(CONN, NULL, &s, 0), cudaErrorInvalidValue);
 
   /* Entry points the fake leaves out answer as a driver without them. */
   cr_expect_eq(cudaEGLStreamConsumerConnect(CONN, NULL), cudaErrorNotSupported);
-  cr_expect_eq(cudaEGLStreamConsumerConnect(NULL, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaEGLStreamConsumerConnect(NULL, NULL), cudaErrorInvalidResourceHandle);
 }
 
 /* ---- OpenGL --------------------------------------------------------------- */
@@ -456,7 +465,7 @@ Test(interop, gl_buffer_objects) {
   cr_expect_eq(p, (void *)0xdead000);
   cr_expect_eq(got.obj, 7);
   p = NULL;
-  cudaStream_t s = (cudaStream_t)(uintptr_t)0x99;
+  cudaStream_t s = (cudaStream_t)(uintptr_t)0x100099;
   cr_expect_eq(cudaGLMapBufferObjectAsync(&p, 8, s), cudaSuccess);
   cr_expect_eq(p, (void *)0xdead000);
   cr_expect_eq(got.st, (CUstream)s);
@@ -491,7 +500,7 @@ Test(interop, unregistered_resource_is_refused) {
   cr_expect_eq(cudaGraphicsUnmapResources(1, &r, 0), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaGraphicsUnregisterResource(r), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
-  cudaGraphicsResource_t both[2] = {(cudaGraphicsResource_t)(uintptr_t)0x7000, r};
+  cudaGraphicsResource_t both[2] = {(cudaGraphicsResource_t)(uintptr_t)0x107000, r};
   cr_expect_eq(cudaGraphicsMapResources(2, both, 0), cudaErrorInvalidResourceHandle);
   void *p;
   size_t size;
@@ -515,7 +524,7 @@ Test(interop, gl_register_image) {
   cr_expect_eq(
       cudaGraphicsGLRegisterImage(&r, 3, GL_TEXTURE_2D, cudaGraphicsRegisterFlagsSurfaceLoadStore),
       cudaSuccess);
-  cr_expect_eq(r, (cudaGraphicsResource_t)(uintptr_t)0x6000);
+  cr_expect_eq(r, (cudaGraphicsResource_t)(uintptr_t)0x106000);
   cr_expect_eq(got.obj, 3);
   cr_expect_eq(got.target, GL_TEXTURE_2D);
   cr_expect_eq(got.flags, CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST);
@@ -556,7 +565,7 @@ Test(interop, vdpau_register_video_surface) {
   cudaGraphicsResource_t r = NULL;
   cr_expect_eq(cudaGraphicsVDPAURegisterVideoSurface(&r, 12, cudaGraphicsMapFlagsReadOnly),
                cudaSuccess);
-  cr_expect_eq(r, (cudaGraphicsResource_t)(uintptr_t)0x5000);
+  cr_expect_eq(r, (cudaGraphicsResource_t)(uintptr_t)0x105000);
   cr_expect_eq(got.obj, 12);
   cr_expect_eq(got.flags, CU_GRAPHICS_MAP_RESOURCE_FLAGS_READ_ONLY);
   cr_expect_eq(cudaGraphicsVDPAURegisterOutputSurface(NULL, 12, 0), cudaErrorInvalidValue);
@@ -575,9 +584,9 @@ Test(interop, external_mipmapped_array_descriptor) {
   d.flags = cudaArraySurfaceLoadStore | cudaArrayColorAttachment;
   d.numLevels = 5;
   cudaMipmappedArray_t m = NULL;
-  cudaExternalMemory_t mem = (cudaExternalMemory_t)(uintptr_t)0x9000;
+  cudaExternalMemory_t mem = (cudaExternalMemory_t)(uintptr_t)0x109000;
   cr_assert_eq(cudaExternalMemoryGetMappedMipmappedArray(&m, mem, &d), cudaSuccess);
-  cr_expect_eq(m, (cudaMipmappedArray_t)(uintptr_t)0x4000);
+  cr_expect_eq(m, (cudaMipmappedArray_t)(uintptr_t)0x104000);
   cr_expect_eq(got.mip.offset, 4096);
   cr_expect_eq(got.mip.arrayDesc.Format, CU_AD_FORMAT_FLOAT);
   cr_expect_eq(got.mip.arrayDesc.NumChannels, 2);
@@ -591,6 +600,10 @@ Test(interop, external_mipmapped_array_descriptor) {
   d.formatDesc = chan(32, 8, 0, 0, cudaChannelFormatKindFloat);
   cr_expect_eq(cudaExternalMemoryGetMappedMipmappedArray(&m, mem, &d),
                cudaErrorInvalidChannelDescriptor);
+  /* the channel format before the output, as NVIDIA's runtime checks them */
+  cr_expect_eq(cudaExternalMemoryGetMappedMipmappedArray(NULL, mem, &d),
+               cudaErrorInvalidChannelDescriptor);
+  d.formatDesc = chan(32, 32, 0, 0, cudaChannelFormatKindFloat);
   cr_expect_eq(cudaExternalMemoryGetMappedMipmappedArray(NULL, mem, &d), cudaErrorInvalidValue);
   cr_expect_eq(cudaExternalMemoryGetMappedMipmappedArray(&m, mem, NULL), cudaErrorInvalidValue);
   cr_expect_eq(got.calls, 0);

@@ -1163,7 +1163,7 @@ Test(loop_gpu_fake, graph_launch_future) {
   f_screate(&s, 0);
   cudaev_future_t *f;
   cr_assert_eq(
-      cudaev_graph_launch_async(loop, (cudaGraphExec_t)(uintptr_t)30000, (cudaStream_t)s, &f),
+      cudaev_graph_launch_async(loop, (cudaGraphExec_t)(uintptr_t)0x130000, (cudaStream_t)s, &f),
       cudaSuccess);
   cr_expect_eq(cudaev_future_result(f), cudaErrorNotReady);
   cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaSuccess);

@@ -28,7 +28,7 @@ static CUresult next = CUDA_SUCCESS;
 static CUresult f_alloc(CUdeviceptr *p, size_t n) {
   RECORD("cuMemAlloc");
   got.n = n;
-  *p = 0x7000;
+  *p = 0x107000;
   return next;
 }
 static CUresult f_free(CUdeviceptr p) {
@@ -40,7 +40,7 @@ static CUresult f_host_alloc(void **p, size_t n, unsigned flags) {
   RECORD("cuMemHostAlloc");
   got.n = n;
   got.flags = flags;
-  *p = (void *)0x8000;
+  *p = (void *)0x108000;
   return next;
 }
 static CUresult f_free_host(void *p) {
@@ -65,7 +65,7 @@ static CUresult f_managed(CUdeviceptr *p, size_t n, unsigned flags) {
   RECORD("cuMemAllocManaged");
   got.n = n;
   got.flags = flags;
-  *p = 0x9000;
+  *p = 0x109000;
   return next;
 }
 static CUresult f_htod(CUdeviceptr d, const void *s, size_t n) {
@@ -263,7 +263,7 @@ Test(memory, malloc_zero_and_null) {
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
   cr_expect_eq(cudaMalloc(&p, 16), cudaSuccess);
   cr_expect_eq(got.n, 16);
-  cr_expect_eq((uintptr_t)p, 0x7000);
+  cr_expect_eq((uintptr_t)p, 0x107000);
   next = CUDA_ERROR_OUT_OF_MEMORY;
   cr_expect_eq(cudaMalloc(&p, 1ull << 50), cudaErrorMemoryAllocation);
   cr_expect_eq(cudaGetLastError(), cudaErrorMemoryAllocation);
@@ -274,8 +274,8 @@ Test(memory, free_null_and_invalid) {
   cr_expect_eq(got.calls, 0);
   cr_expect_not_null(fake_current, "cudaFree(0) makes a context current");
   next = CUDA_ERROR_INVALID_VALUE; /* what cuMemFree says of a freed pointer */
-  cr_expect_eq(cudaFree((void *)0x7000), cudaErrorInvalidValue);
-  cr_expect_eq(got.d, 0x7000);
+  cr_expect_eq(cudaFree((void *)0x107000), cudaErrorInvalidValue);
+  cr_expect_eq(got.d, 0x107000);
   cr_expect_eq(cudaPeekAtLastError(), cudaErrorInvalidValue);
 }
 
@@ -293,8 +293,8 @@ Test(memory, host_alloc_flags) {
   cr_expect_null(p);
   cr_expect_eq(cudaHostAlloc(NULL, 8, 0), cudaErrorInvalidValue);
   cr_expect_eq(cudaFreeHost(NULL), cudaSuccess);
-  cr_expect_eq(cudaFreeHost((void *)0x8000), cudaSuccess);
-  cr_expect_eq(got.hdst, (void *)0x8000);
+  cr_expect_eq(cudaFreeHost((void *)0x108000), cudaSuccess);
+  cr_expect_eq(got.hdst, (void *)0x108000);
 }
 
 Test(memory, host_register) {
@@ -325,7 +325,8 @@ Test(memory, managed_flags) {
   cr_expect_eq(got.flags, CU_MEM_ATTACH_HOST);
 }
 
-/* Size 0 succeeds with NULL (NVIDIA's, measured), after the other checks. */
+/* Size 0 succeeds with NULL (NVIDIA's, measured), after the pointer check
+ * and before the flags (measured on an H100: flags 0 with size 0 succeed). */
 Test(memory, managed_zero) {
   void *p = (void *)1;
   cr_expect_eq(cudaMallocManaged(&p, 0, cudaMemAttachGlobal), cudaSuccess);
@@ -333,7 +334,8 @@ Test(memory, managed_zero) {
   cr_expect_eq(cudaPeekAtLastError(), cudaSuccess);
   cr_expect_eq(got.calls, 0, "size 0 never reaches cuMemAllocManaged");
   cr_expect_eq(cudaMallocManaged(NULL, 0, cudaMemAttachGlobal), cudaErrorInvalidValue);
-  cr_expect_eq(cudaMallocManaged(&p, 0, 0), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMallocManaged(&p, 0, 0), cudaSuccess);
+  cr_expect_eq(cudaMallocManaged(&p, 64, 0), cudaErrorInvalidValue);
 }
 
 CUDAEV_DECLARE_VARIANT(cudaMemcpy, _ptds);
@@ -343,10 +345,10 @@ CUDAEV_DECLARE_VARIANT(cudaMemsetAsync, _ptsz);
 
 Test(memory, memcpy_kinds) {
   char h[8] = {0};
-  void *dv = (void *)0x7000;
+  void *dv = (void *)0x107000;
   cr_expect_eq(cudaMemcpy(dv, h, 8, cudaMemcpyHostToDevice), cudaSuccess);
   cr_expect_str_eq(got.fn, "HtoD");
-  cr_expect_eq(got.d, 0x7000);
+  cr_expect_eq(got.d, 0x107000);
   cr_expect_eq(got.hsrc, h);
   cr_expect_eq(cudaMemcpy(h, dv, 7, cudaMemcpyDeviceToHost), cudaSuccess);
   cr_expect_str_eq(got.fn, "DtoH");
@@ -384,8 +386,8 @@ Test(memory, memcpy_kinds) {
 
 Test(memory, memcpy_async_streams) {
   char h[8] = {0};
-  void *dv = (void *)0x7000;
-  cudaStream_t s = (cudaStream_t)(uintptr_t)0x4242;
+  void *dv = (void *)0x107000;
+  cudaStream_t s = (cudaStream_t)(uintptr_t)0x104242;
   cr_expect_eq(cudaMemcpyAsync(dv, h, 8, cudaMemcpyHostToDevice, s), cudaSuccess);
   cr_expect_str_eq(got.fn, "HtoDAsync");
   cr_expect_eq(got.st, (CUstream)s);
@@ -403,7 +405,7 @@ Test(memory, memcpy_async_streams) {
 }
 
 Test(memory, memset_value_and_streams) {
-  void *dv = (void *)0x7000;
+  void *dv = (void *)0x107000;
   cr_expect_eq(cudaMemset(dv, 0x1ab, 5), cudaSuccess);
   cr_expect_str_eq(got.fn, "cuMemsetD8");
   cr_expect_eq(got.uc, 0xab);
@@ -418,7 +420,7 @@ Test(memory, memset_value_and_streams) {
 }
 
 Test(memory, memcpy_peer) {
-  char *a = (char *)0x7000, *b = (char *)0x7100;
+  char *a = (char *)0x107000, *b = (char *)0x107100;
   cr_expect_eq(cudaMemcpyPeer(a, 2, b, 0, 4), cudaErrorInvalidDevice);
   cr_expect_eq(cudaMemcpyPeer(a, 0, b, -1, 4), cudaErrorInvalidDevice);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDevice);
@@ -432,15 +434,15 @@ Test(memory, memcpy_peer) {
   cr_expect_str_eq(got.fn, "cuMemcpyPeer");
   cr_expect_eq(got.c1, (CUcontext)(uintptr_t)0x1001, "destination: device 1's primary context");
   cr_expect_eq(got.c2, (CUcontext)(uintptr_t)0x1000);
-  cr_expect_eq(got.d, 0x7000);
-  cr_expect_eq(got.s, 0x7100);
+  cr_expect_eq(got.d, 0x107000);
+  cr_expect_eq(got.s, 0x107100);
 }
 
 /* A stream destroyed through the runtime never reaches the driver. */
 Test(memory, destroyed_stream_refused) {
   char h[8] = {0};
-  void *dv = (void *)0x7000;
-  cudaStream_t s = (cudaStream_t)(uintptr_t)0x4240;
+  void *dv = (void *)0x107000;
+  cudaStream_t s = (cudaStream_t)(uintptr_t)0x104240;
   cudaev__handle_bury(s);
   int before = got.calls;
   cr_expect_eq(cudaMemcpyAsync(dv, h, 8, cudaMemcpyHostToDevice, s),
@@ -448,7 +450,7 @@ Test(memory, destroyed_stream_refused) {
   cr_expect_eq(cudaMemsetAsync(dv, 0, 8, s), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaMemcpyPeerAsync(dv, 0, dv, 0, 8, s), cudaErrorInvalidResourceHandle);
   struct cudaMemLocation l = {cudaMemLocationTypeDevice, 0};
-  cr_expect_eq(cudaMemPrefetchAsync((void *)0x9000, 64, l, 0, s), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaMemPrefetchAsync((void *)0x109000, 64, l, 0, s), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
   cr_expect_eq(got.calls, before);
   cudaev__handle_revive(s);
@@ -457,13 +459,13 @@ Test(memory, destroyed_stream_refused) {
 
 Test(memory, prefetch_and_advise_locations) {
   struct cudaMemLocation l = {cudaMemLocationTypeDevice, 1};
-  cudaStream_t s = (cudaStream_t)(uintptr_t)0x55;
-  cr_expect_eq(cudaMemPrefetchAsync((void *)0x9000, 64, l, 0, s), cudaSuccess);
+  cudaStream_t s = (cudaStream_t)(uintptr_t)0x100055;
+  cr_expect_eq(cudaMemPrefetchAsync((void *)0x109000, 64, l, 0, s), cudaSuccess);
   cr_expect_eq(got.loc.type, CU_MEM_LOCATION_TYPE_DEVICE);
   cr_expect_eq(got.loc.id, 1);
   cr_expect_eq(got.st, (CUstream)s);
   struct cudaMemLocation host = {cudaMemLocationTypeHost, 0};
-  cr_expect_eq(cudaMemAdvise((void *)0x9000, 64, cudaMemAdviseSetPreferredLocation, host),
+  cr_expect_eq(cudaMemAdvise((void *)0x109000, 64, cudaMemAdviseSetPreferredLocation, host),
                cudaSuccess);
   cr_expect_eq(got.loc.type, CU_MEM_LOCATION_TYPE_HOST);
   cr_expect_eq(got.flags, CU_MEM_ADVISE_SET_PREFERRED_LOCATION);

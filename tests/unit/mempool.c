@@ -37,7 +37,7 @@ static CUresult f_free_async(CUdeviceptr p, CUstream st) {
 static CUresult f_pool_create(CUmemoryPool *p, const CUmemPoolProps *props) {
   got.calls++;
   got.props = *props;
-  *p = (CUmemoryPool)(uintptr_t)0xb000;
+  *p = (CUmemoryPool)(uintptr_t)0x10b000;
   return CUDA_SUCCESS;
 }
 static CUresult f_set_access(CUmemoryPool p, const CUmemAccessDesc *d, size_t n) {
@@ -63,7 +63,7 @@ static CUresult f_default_pool(CUmemoryPool *p, CUmemLocation *l, CUmemAllocatio
   got.loc = *l;
   got.type = t;
   l->id = 1; /* the driver may rewrite the location */
-  *p = (CUmemoryPool)(uintptr_t)0xc000;
+  *p = (CUmemoryPool)(uintptr_t)0x10c000;
   return CUDA_SUCCESS;
 }
 
@@ -165,7 +165,7 @@ Test(mempool, create_translates_props) {
   props.reserved[53] = 7; /* the driver, not the runtime, judges reserved bytes */
   cudaMemPool_t pool;
   cr_expect_eq(cudaMemPoolCreate(&pool, &props), cudaSuccess);
-  cr_expect_eq((uintptr_t)pool, 0xb000);
+  cr_expect_eq((uintptr_t)pool, 0x10b000);
   cr_expect_eq(got.props.allocType, CU_MEM_ALLOCATION_TYPE_PINNED);
   cr_expect_eq(got.props.handleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   cr_expect_eq(got.props.location.type, CU_MEM_LOCATION_TYPE_DEVICE);
@@ -183,7 +183,7 @@ Test(mempool, access_and_attributes) {
       {{cudaMemLocationTypeDevice, 0}, cudaMemAccessFlagsProtReadWrite},
       {{cudaMemLocationTypeDevice, 1}, cudaMemAccessFlagsProtRead},
   };
-  cudaMemPool_t pool = (cudaMemPool_t)(uintptr_t)0xb000;
+  cudaMemPool_t pool = (cudaMemPool_t)(uintptr_t)0x10b000;
   cr_expect_eq(cudaMemPoolSetAccess(pool, d, 2), cudaSuccess);
   cr_expect_eq(got.count, 2);
   cr_expect_eq(got.descs[1].location.id, 1);
@@ -201,7 +201,7 @@ Test(mempool, access_and_attributes) {
 /* NULL in/out pointers crash NVIDIA's runtime (cudaMemPoolSetAttribute,
  * measured): ours refuses them before the driver. */
 Test(mempool, null_pointers_refused) {
-  cudaMemPool_t pool = (cudaMemPool_t)(uintptr_t)0xb000;
+  cudaMemPool_t pool = (cudaMemPool_t)(uintptr_t)0x10b000;
   cr_expect_eq(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, NULL),
                cudaErrorInvalidValue);
   cr_expect_eq(got.calls, 0);
@@ -230,12 +230,12 @@ Test(mempool, null_pointers_refused) {
 
 /* A stream destroyed through the runtime never reaches the driver. */
 Test(mempool, destroyed_stream_refused) {
-  cudaStream_t s = (cudaStream_t)(uintptr_t)0x4240;
+  cudaStream_t s = (cudaStream_t)(uintptr_t)0x104240;
   cudaev__handle_bury(s);
   void *p;
   cr_expect_eq(cudaMallocAsync(&p, 100, s), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaFreeAsync((void *)0x7000, s), cudaErrorInvalidResourceHandle);
-  cr_expect_eq(cudaMallocFromPoolAsync(&p, 100, (cudaMemPool_t)(uintptr_t)0xb000, s),
+  cr_expect_eq(cudaMallocFromPoolAsync(&p, 100, (cudaMemPool_t)(uintptr_t)0x10b000, s),
                cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
   cr_expect_eq(got.calls, 0);
@@ -250,7 +250,7 @@ Test(mempool, default_pool_location) {
   cr_expect_eq(got.type, CU_MEM_ALLOCATION_TYPE_MANAGED);
   cr_expect_eq(got.loc.type, CU_MEM_LOCATION_TYPE_DEVICE);
   cr_expect_eq(l.id, 1, "the driver's rewrite of the location comes back");
-  cr_expect_eq((uintptr_t)pool, 0xc000);
+  cr_expect_eq((uintptr_t)pool, 0x10c000);
 }
 
 Test(mempool, pointer_attributes_each_kind) {

@@ -55,7 +55,7 @@ static CUresult fake_get_device(CUstream s, CUdevice *d) {
 static CUresult fake_create(CUstream *s, unsigned flags) {
   driver_calls++;
   if (s == NULL || flags > 1) return CUDA_ERROR_INVALID_VALUE;
-  *s = (CUstream)(uintptr_t)0x5000;
+  *s = (CUstream)(uintptr_t)0x105000;
   return CUDA_SUCCESS;
 }
 
@@ -83,8 +83,8 @@ Test(stream, handles_reach_the_driver_as_given_and_ptsz_maps_null) {
   cr_expect_eq(seen_stream, CU_STREAM_PER_THREAD);
   cr_expect_eq(cudaStreamQuery_ptsz(cudaStreamLegacy), cudaSuccess);
   cr_expect_eq(seen_stream, CU_STREAM_LEGACY);
-  cr_expect_eq(cudaStreamQuery_ptsz((cudaStream_t)0x1234), cudaSuccess);
-  cr_expect_eq(seen_stream, (CUstream)0x1234);
+  cr_expect_eq(cudaStreamQuery_ptsz((cudaStream_t)0x101234), cudaSuccess);
+  cr_expect_eq(seen_stream, (CUstream)0x101234);
 }
 
 Test(stream, first_call_makes_the_primary_context_current) {
@@ -92,13 +92,13 @@ Test(stream, first_call_makes_the_primary_context_current) {
   cudaStream_t s;
   cr_expect_eq(cudaStreamCreate(&s), cudaSuccess);
   cr_expect_eq(fake_current, (CUcontext)(uintptr_t)0x1000);
-  cr_expect_eq(s, (cudaStream_t)(uintptr_t)0x5000);
+  cr_expect_eq(s, (cudaStream_t)(uintptr_t)0x105000);
 }
 
 Test(stream, driver_errors_map_and_are_recorded) {
   install();
   query_result = CUDA_ERROR_INVALID_HANDLE;
-  cr_expect_eq(cudaStreamQuery((cudaStream_t)0x99), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaStreamQuery((cudaStream_t)0x100099), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
   query_result = CUDA_ERROR_NOT_READY;
   cr_expect_eq(cudaStreamQuery(NULL), cudaErrorNotReady);
@@ -124,13 +124,13 @@ static void user_cb(cudaStream_t s, cudaError_t status, void *user) {
 Test(stream, callback_trampoline_passes_the_users_stream_and_the_mapped_status) {
   install();
   int tag;
-  cr_assert_eq(cudaStreamAddCallback((cudaStream_t)0x77, user_cb, &tag, 0), cudaSuccess);
-  cr_expect_eq(seen_stream, (CUstream)0x77);
+  cr_assert_eq(cudaStreamAddCallback((cudaStream_t)0x100077, user_cb, &tag, 0), cudaSuccess);
+  cr_expect_eq(seen_stream, (CUstream)0x100077);
   cr_assert_eq(seen_cb, cudaev__stream_callback_trampoline);
   /* The driver calls back after a fault with the error: so must we. */
-  seen_cb((CUstream)0x77, CUDA_ERROR_LAUNCH_FAILED, seen_cb_data);
+  seen_cb((CUstream)0x100077, CUDA_ERROR_LAUNCH_FAILED, seen_cb_data);
   cr_expect_eq(cb_calls, 1);
-  cr_expect_eq(cb_stream, (cudaStream_t)0x77);
+  cr_expect_eq(cb_stream, (cudaStream_t)0x100077);
   cr_expect_eq(cb_status, cudaErrorLaunchFailure);
   cr_expect_eq(cb_user, &tag);
 
@@ -164,7 +164,7 @@ Test(stream, attributes_translate_both_ways) {
   v.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
   v.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
   cr_assert_eq(
-      cudaStreamSetAttribute((cudaStream_t)0x10, cudaStreamAttributeAccessPolicyWindow, &v),
+      cudaStreamSetAttribute((cudaStream_t)0x100010, cudaStreamAttributeAccessPolicyWindow, &v),
       cudaSuccess);
   cr_expect_eq(stored_id, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
   cr_expect_eq(stored_value.accessPolicyWindow.base_ptr, buf);
@@ -238,7 +238,7 @@ Test(stream, destroyed_streams_are_refused_before_the_driver) {
   driver_calls = 0;
   cr_expect_eq(cudaStreamQuery(s), cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
-  cr_expect_eq(cudaStreamWaitEvent(s, (cudaEvent_t)(uintptr_t)0xe0, 0),
+  cr_expect_eq(cudaStreamWaitEvent(s, (cudaEvent_t)(uintptr_t)0x1000e0, 0),
                cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaStreamDestroy(s), cudaErrorInvalidResourceHandle);
   cr_expect_eq(destroys, 1);
