@@ -136,7 +136,7 @@ static cudaError_t launch_once(cudaKernel_t k) {
   size_t sm;
   cudaStream_t s;
   void *args[1];
-  __cudaPushCallConfiguration(g, b, 0, (struct CUstream_st *)0x2000);
+  __cudaPushCallConfiguration(g, b, 0, (struct CUstream_st *)0x20000);
   __cudaPopCallConfiguration(&gg, &bb, &sm, &s);
   return __cudaLaunchKernel(k, gg, bb, args, sm, s);
 }
@@ -151,8 +151,8 @@ static long iters = 5000000;
 static int rounds = 5, failed;
 static double max_ns = 250;
 
-#define STREAM ((cudaStream_t)0x2000)
-#define EVENT  ((cudaEvent_t)0x3000)
+#define STREAM ((cudaStream_t)0x20000)
+#define EVENT  ((cudaEvent_t)0x30000)
 
 /* Times `rt` (the runtime call) and `drv` (the bare stand-in call) and
  * prints the best round of each. */
