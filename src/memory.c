@@ -94,8 +94,11 @@ cudaError_t cudaHostUnregister(void *ptr) {
 }
 
 cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
-  CUDAEV_CTX_OR_RETURN();
+  /* Arguments before the context: NVIDIA's runtime answers bad flags as a
+   * process's first call without making one (measured on an H100). */
+  CUDAEV_INIT_OR_RETURN();
   if (pDevice == NULL || flags != 0) return cudaev__ret(cudaErrorInvalidValue);
+  CUDAEV_CTX_OR_RETURN();
   return cudaev__ret_cu(cudaev__drv.cuMemHostGetDevicePointer((CUdeviceptr *)pDevice, pHost, 0));
 }
 
