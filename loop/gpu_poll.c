@@ -203,31 +203,45 @@ static inline void prefetch_record(struct cudaev__gpu *g, const struct cudaev__t
  * futures) are cold with many futures pending, so they are fetched streams
  * ahead, in stages: records three ahead, ring, words and slot two ahead,
  * and the front futures of a stream whose head word has passed one ahead.
- * With more futures pending than L2 holds (`cold`), one stage more: the
- * futures of such a stream (up to 2 * PREFETCH_AHEAD, all their lines) two
- * ahead into L2, records four and rings three ahead. bench/cpu-loop-cost,
- * timed per position, showed the entries past the eighth of each stream
- * still cold without it; the GPU A/B behind the extra stage (faster with
- * 100k pending, slower with 1k, hence only past COLD_PENDING) is in
- * bench/RESULTS.md. */
+ * With more futures pending than L2 holds (`cold`), one stage more,
+ * records four and rings three ahead, and the futures of the next two
+ * streams come with this stream's completions (prefetch_spread) instead of
+ * here. The GPU A/B behind the extra stage (faster with 100k pending,
+ * slower with 1k, hence only past COLD_PENDING) is in bench/RESULTS.md. */
 static inline void prefetch_streams(struct cudaev__gpu *g, uint32_t i, bool cold) {
   uint32_t d = cold ? 1 : 0; /* one stage more when the futures are cold */
   if (i + 3 + d < g->nbusy) __builtin_prefetch(g->busy[i + 3 + d]);
   if (i + 2 + d < g->nbusy) prefetch_record(g, g->busy[i + 2 + d], cold);
-  if (cold && i + 2 < g->nbusy) {
-    const struct cudaev__track *n = g->busy[i + 2];
-    if (n->rlen > 1 && n->hw != NULL && head_passed(n))
-      for (uint32_t j = 0; j < n->rlen && j < 2 * PREFETCH_AHEAD; j++)
-        PREFETCH_FUTURE(ent(n, j), 2);
-  }
   if (i == 0) /* the first streams: nothing fetched them yet */
     for (uint32_t j = 0; j < 2 + d && j < g->nbusy; j++) prefetch_record(g, g->busy[j], cold);
   const struct cudaev__track *t = g->busy[i];
   if (t->rlen > 1 && head_passed(t)) prefetch_front(g, t);
-  if (i + 1 < g->nbusy) {
+  if (!cold && i + 1 < g->nbusy) {
     const struct cudaev__track *n = g->busy[i + 1];
     if (n->rlen > 1 && n->hw != NULL && head_passed(n))
       for (uint32_t j = 0; j < n->rlen && j < PREFETCH_AHEAD; j++) prefetch_future(ent(n, j));
+  }
+}
+
+/* With `cold` futures, those of the two streams after busy stream i come
+ * with i's completions: as i's j-th entry completes, entry j of the next
+ * stream is fetched into L1 and entry j of the one after into L2 (streams
+ * whose head word has passed, up to 2 * PREFETCH_AHEAD entries;
+ * prefetch_ahead covers the rest). Fetched all at a stream's start
+ * instead (up to 48 lines into L2 and 24 into L1 at once), the misses fill
+ * the core's miss buffers and the stream's first completions wait behind
+ * them: bench/cpu-loop-cost timed per position with 100k pending showed
+ * each stream's first completion ~400 cycles slower than with 1k and the
+ * step to it ~250 cycles slower. */
+static inline void prefetch_spread(struct cudaev__gpu *g, uint32_t i, uint32_t j) {
+  if (j >= 2 * PREFETCH_AHEAD) return;
+  if (i + 1 < g->nbusy) {
+    const struct cudaev__track *n = g->busy[i + 1];
+    if (j < n->rlen && n->hw != NULL && head_passed(n)) prefetch_future(ent(n, j));
+  }
+  if (i + 2 < g->nbusy) {
+    const struct cudaev__track *n = g->busy[i + 2];
+    if (j < n->rlen && n->hw != NULL && head_passed(n)) PREFETCH_FUTURE(ent(n, j), 2);
   }
 }
 
@@ -346,6 +360,7 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop, struct cudaev__gpu *g) {
   for (uint32_t i = 0; i < g->nbusy;) {
     struct cudaev__track *t = g->busy[i];
     prefetch_streams(g, i, cold);
+    uint32_t popped = 0; /* entries of t finished in this visit */
     while (t->rlen > 0) {
       if (t->hw != NULL && __atomic_load_n(t->hw, __ATOMIC_ACQUIRE) != t->htag) break;
       struct cudaev_future *f = ent(t, 0);
@@ -365,6 +380,7 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop, struct cudaev__gpu *g) {
         f = ent(t, 0);
         pop(t);
         prefetch_ahead(g, t);
+        if (cold) prefetch_spread(g, i, popped++);
         /* Entries before the one that decided are passed: success, unless
          * a query returned an error (sticky: theirs too). A host-function
          * entry among them was reached (the stream got past it). */
