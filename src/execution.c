@@ -18,6 +18,9 @@ CUDAEV_DECLARE_VARIANT(cudaLaunchCooperativeKernel, _ptsz);
 cudaError_t cudaev__launch_slow(enum cudaev__launch_kind kind, const void *func,
                                 struct cudaev__kfunc *f, CUkernel k, CUresult r, dim3 g, dim3 b,
                                 void **args, size_t smem, CUstream s) {
+  /* A stream destroyed through this runtime, or a value no object can have
+   * (src/handle.h): the driver would crash on it, as NVIDIA's runtime does. */
+  if (CUDAEV_UNLIKELY(cudaev__handle_dead(s))) return cudaev__ret(cudaErrorInvalidResourceHandle);
   if (k == NULL) {
     /* Unknown pointers go through cudaev__kernel_lookup's rules (NULL ->
      * invalid device function; anything else is validated by the driver as

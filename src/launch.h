@@ -29,6 +29,7 @@
 #ifndef CUDAEV_LAUNCH_H
 #define CUDAEV_LAUNCH_H
 
+#include "handle.h"
 #include "register.h"
 
 enum cudaev__launch_kind { CUDAEV__LAUNCH_PLAIN, CUDAEV__LAUNCH_COOPERATIVE };
@@ -60,7 +61,9 @@ __attribute__((noinline, cold)) cudaError_t cudaev__launch_slow(
  *     cudaLaunchKernel (hash of the pointer, usually one slot read);
  *   - one load of the record's CUkernel (a plain load on x86-64/aarch64);
  *   - one compare of the shared memory size against 32 bits;
- *   - the stream handed over as it is (a NULL test for the _ptsz variants);
+ *   - the stream handed over as it is (a NULL test for the _ptsz variants),
+ *     after cudaev__handle_dead (two compares and one load: a destroyed or
+ *     impossible stream would crash the driver);
  *   - one indirect call: cuLaunchKernel with the context-independent
  *     CUkernel, which the driver runs in the stream's (or the current)
  *     context and validates (dimensions, shared memory, arguments).
@@ -75,7 +78,7 @@ static inline __attribute__((always_inline)) cudaError_t cudaev__launch(
   CUstream s = cudaev__stream(stream, per_thread);
   CUkernel k = NULL;
   if (CUDAEV_LIKELY(f != NULL)) k = atomic_load_explicit(&f->kernel, memory_order_acquire);
-  if (CUDAEV_UNLIKELY(k == NULL || smem > 0xffffffffu))
+  if (CUDAEV_UNLIKELY(k == NULL || smem > 0xffffffffu || cudaev__handle_dead(s)))
     return cudaev__launch_slow(kind, func, f, NULL, CUDA_SUCCESS, g, b, args, smem, s);
   CUresult r = cudaev__launch_drv(kind, k, g, b, args, smem, s);
   if (CUDAEV_LIKELY(r == CUDA_SUCCESS)) return cudaSuccess;

@@ -250,8 +250,21 @@ Test(register_, ptsz_launch_uses_the_per_thread_stream) {
   cr_assert_eq(__cudaGetKernel(&h, &stub_k1), cudaSuccess);
   cr_assert_eq(__cudaLaunchKernel_ptsz(h, one, one, NULL, 0, NULL), cudaSuccess);
   cr_expect_eq(last_stream, CU_STREAM_PER_THREAD);
-  cr_assert_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, (cudaStream_t)0x77), cudaSuccess);
-  cr_expect_eq(last_stream, (CUstream)0x77);
+  cr_assert_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, (cudaStream_t)0x77000), cudaSuccess);
+  cr_expect_eq(last_stream, (CUstream)0x77000);
+}
+
+/* A stream no object can be (src/handle.h) never reaches the driver's
+ * launch, which would crash on it. */
+Test(register_, launch_refuses_a_stream_that_can_be_no_object) {
+  register_a();
+  cr_assert_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, NULL), cudaSuccess);
+  int before = launches;
+  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, (cudaStream_t)0x1234),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(launches, before, "the driver was not called");
+  cr_expect_eq(cudaLaunchKernel(&stub_k1, one, one, NULL, 0, NULL), cudaSuccess);
 }
 
 Test(register_, launch_makes_a_context_current_when_none_is) {
