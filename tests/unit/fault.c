@@ -465,6 +465,12 @@ static CUresult fake_pointer_attrs(unsigned n, CUpointer_attribute *a, void **da
   return CUDA_SUCCESS;
 }
 
+/* The handle is the third argument. */
+static CUresult fake_logs_register(CUlogsCallback cb, void *user, CUlogsCallbackHandle *out) {
+  (void)cb, (void)user;
+  return new_handle((void **)out);
+}
+
 struct member {
   const char *name;
   size_t offset;
@@ -570,6 +576,7 @@ static void install(void) {
   t.cuThreadExchangeStreamCaptureMode = fake_exchange_capture_mode;
   t.cuCtxGetFlags = fake_ctx_flags;
   t.cuPointerGetAttributes = fake_pointer_attrs;
+  t.cuLogsRegisterCallback = fake_logs_register;
   cudaev__driver_install(&t, 13000);
   cudaev__drv_hook = hook;
 }
@@ -1357,9 +1364,9 @@ static void logs_cb(void *d, cudaLogLevel l, char *m, size_t n) {
 }
 
 static void sc_misc(void) {
-  cudaLogsCallbackHandle lh;
+  cudaLogsCallbackHandle lh = NULL;
   C(cudaLogsRegisterCallback(logs_cb, NULL, &lh));
-  C(cudaLogsUnregisterCallback(lh));
+  if (lh != NULL) C(cudaLogsUnregisterCallback(lh));
   cudaLogIterator it = 0;
   C(cudaLogsCurrent(&it, 0));
   C(cudaLogsDumpToFile(&it, "/dev/null", 0));
