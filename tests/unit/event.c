@@ -195,7 +195,7 @@ Test(event, hot_path_checks_the_context_once_and_again_when_it_is_gone) {
   fake.cuCtxGetCurrent = counting_ctx_get_current;
   fake.cuEventRecord = record_needs_ctx;
   cudaev__driver_install(&fake, 13000);
-  cudaEvent_t e = (cudaEvent_t)(uintptr_t)0xe0;
+  cudaEvent_t e = (cudaEvent_t)(uintptr_t)0x1000e0;
   /* The first call makes the primary context current, the second finds
    * it current and remembers it. */
   cr_assert_eq(cudaEventRecord(e, NULL), cudaSuccess);

@@ -98,10 +98,10 @@ static CUresult fake_dtoh(void *d, CUdeviceptr s, size_t n) {
 static CUresult fake_event_create(CUevent *e, unsigned flags) {
   (void)flags;
   cr_assert(nevents < 64);
-  *e = (CUevent)(uintptr_t)(0x1000 + 16 * ++nevents);
+  *e = (CUevent)(uintptr_t)(0x100000 + 16 * ++nevents);
   return CUDA_SUCCESS;
 }
-static int ev_index(CUevent e) { return (int)(((uintptr_t)e - 0x1000) / 16); }
+static int ev_index(CUevent e) { return (int)(((uintptr_t)e - 0x100000) / 16); }
 static CUresult fake_record(CUevent e, CUstream st) {
   (void)st;
   CUresult r = push(1, NULL, NULL, 0, e);
