@@ -16,7 +16,9 @@
  * runs, also of sites already failed in an earlier scenario, and failed
  * behind them. Sites that only a race or a failed allocation reaches have
  * scenarios that play the race in order inside the fake driver or make
- * allocations fail (of one size, below given functions). A child checks:
+ * allocations fail (of one size, below given functions); the hot paths'
+ * second try (CUDAEV_CTX_HOT_RETRY) is reached by a first call that
+ * answers "no context" (noctx_on). A child checks:
  *  - the cudart call during which the failure happened (on the calling
  *    thread) returns what the project's one mapping (cudaev__error_from_cu,
  *    NVIDIA's documented CUresult -> cudaError_t) makes of it, or succeeds
@@ -128,23 +130,43 @@ static pthread_t main_thread; /* failures on other threads (the loop's) show on 
 static atomic_int fired_on_main;
 static int verbose;
 
+/* While set, the first call at each site that opens a hot path's pair
+ * (the call and its CUDAEV_CTX_HOT_RETRY, src/internal.h) answers "no
+ * context", in every mode: the retry is what the scenario reaches, and
+ * what a FAULT run fails. */
+static atomic_int noctx_on;
+static atomic_uchar noctx_done[NSITES];
+/* How often each site was called in this process. */
+static atomic_int site_calls[NSITES];
+
 static CUresult fail_fn(void) { return fault_code; }
+static CUresult noctx_fn(void) { return CUDA_ERROR_INVALID_CONTEXT; }
 /* Every driver entry returns CUresult, and the calling conventions let a
  * callee ignore its arguments (as src/driver/driver.c's not_supported): one
  * function answers for any member. */
 static CUresult ok_fn(void) { return CUDA_SUCCESS; }
 static CUresult oom_fn(void) { return CUDA_ERROR_OUT_OF_MEMORY; }
-static struct cudaev_driver fail_table, oom_table;
+static struct cudaev_driver fail_table, oom_table, noctx_table;
+
+/* Site i is the first call of a hot path's pair: the next site in the list
+ * calls the same entry from the same file a line or two below. */
+static bool hot_first(int i) {
+  return i + 1 < NSITES && sites[i + 1].call && strcmp(sites[i].fn, sites[i + 1].fn) == 0 &&
+         strcmp(sites[i].file, sites[i + 1].file) == 0 && sites[i + 1].line > sites[i].line &&
+         sites[i + 1].line - sites[i].line <= 2;
+}
 
 static bool is_sticky(CUresult r) { return cudaev__error_is_sticky(cudaev__error_from_cu(r)); }
 
 /* Calls that still work in a context a sticky error killed: the device and
- * context bookkeeping, which the real driver answers from the host. */
+ * context bookkeeping and the thread's capture mode, which the real driver
+ * answers from the host. */
 static bool works_when_dead(const char *fn) {
   return strncmp(fn, "cuDevice", 8) == 0 || strncmp(fn, "cuCtxGetCurrent", 15) == 0 ||
          strcmp(fn, "cuCtxSetCurrent") == 0 || strcmp(fn, "cuCtxPushCurrent") == 0 ||
          strcmp(fn, "cuCtxPopCurrent") == 0 || strcmp(fn, "cuCtxGetDevice") == 0 ||
-         strcmp(fn, "cuInit") == 0 || strcmp(fn, "cuDriverGetVersion") == 0;
+         strcmp(fn, "cuInit") == 0 || strcmp(fn, "cuDriverGetVersion") == 0 ||
+         strcmp(fn, "cuThreadExchangeStreamCaptureMode") == 0;
 }
 
 static struct cudaev_driver *hook(const char *file, int line) {
@@ -155,10 +177,13 @@ static struct cudaev_driver *hook(const char *file, int line) {
     return NULL;
   }
   if (!sites[i].call) return NULL;
+  atomic_fetch_add(&site_calls[i], 1);
   /* This run's sites in the order it first reaches them. */
   static atomic_uchar seen[NSITES];
   atomic_store(&shm->reached[i], 1);
   if (!atomic_exchange(&seen[i], 1)) shm->order[atomic_fetch_add(&shm->norder, 1)] = i;
+  if (atomic_load(&noctx_on) && hot_first(i) && !atomic_exchange(&noctx_done[i], 1))
+    return &noctx_table;
   if (mode == PLAIN) return NULL;
   if (atomic_load(&sticky_on) && !works_when_dead(sites[i].fn)) return &fail_table;
   for (int k = 0; k < nprefix; k++)
@@ -399,6 +424,53 @@ static CUresult fake_count_zero(void *obj, void *list, size_t *n) {
   return CUDA_SUCCESS;
 }
 
+/* No stream captures anything: the runtime's capture probes are answered. */
+static CUresult fake_is_capturing(CUstream s, CUstreamCaptureStatus *st) {
+  (void)s;
+  *st = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+/* The thread's capture mode, which every path of the runtime that borrows
+ * another gives back. */
+static _Thread_local CUstreamCaptureMode fake_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+static CUresult fake_exchange_capture_mode(CUstreamCaptureMode *m) {
+  CUstreamCaptureMode old = fake_capture_mode;
+  fake_capture_mode = *m;
+  *m = old;
+  return CUDA_SUCCESS;
+}
+/* While set, the context schedules with blocking sync. */
+static atomic_int blocking_sched;
+static CUresult fake_ctx_flags(unsigned *f) {
+  *f = atomic_load(&blocking_sched) ? CU_CTX_SCHED_BLOCKING_SYNC : 0;
+  return CUDA_SUCCESS;
+}
+/* While set, cuPointerGetAttributes tells host from device memory as the
+ * driver does: the fake's device pointers (handles, below 4 GiB) are device
+ * memory in an allocation of 64 MiB from where they point; anything else is
+ * memory the driver does not know (type 0). */
+static atomic_int pointer_kinds;
+static CUresult fake_pointer_attrs(unsigned n, CUpointer_attribute *a, void **data, CUdeviceptr p) {
+  if (!atomic_load(&pointer_kinds)) return CUDA_SUCCESS;
+  bool dev = p < (CUdeviceptr)1 << 32;
+  for (unsigned k = 0; k < n; k++) switch (a[k]) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *(unsigned *)data[k] = dev ? CU_MEMORYTYPE_DEVICE : 0;
+      break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned *)data[k] = 0; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data[k] = dev ? p : 0; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data[k] = dev ? (size_t)64 << 20 : 0; break;
+    default: break;
+    }
+  return CUDA_SUCCESS;
+}
+
+/* The handle is the third argument. */
+static CUresult fake_logs_register(CUlogsCallback cb, void *user, CUlogsCallbackHandle *out) {
+  (void)cb, (void)user;
+  return new_handle((void **)out);
+}
+
 struct member {
   const char *name;
   size_t offset;
@@ -434,6 +506,8 @@ static bool creates(const char *n) {
                                          "cuGraphicsEGLRegister",
                                          "cuGraphicsVDPAURegister",
                                          "cuEventCreateFromEGLSync",
+                                         "cuEGLStreamConsumerConnect",
+                                         "cuEGLStreamProducerConnect",
                                          "cuIpcOpen",
                                          "cuDeviceGetDefaultMemPool",
                                          "cuDeviceGetMemPool",
@@ -468,6 +542,7 @@ static void install(void) {
     void **f = (void **)((char *)&fail_table + members[i].offset);
     *f = (void *)fail_fn;
     *(void **)((char *)&oom_table + members[i].offset) = (void *)oom_fn;
+    *(void **)((char *)&noctx_table + members[i].offset) = (void *)noctx_fn;
     if (*p != NULL) continue;
     *p = creates(members[i].name) ? (void *)new_handle : (void *)ok_fn;
   }
@@ -496,6 +571,12 @@ static void install(void) {
   t.cuEventQuery = (PFN_cuEventQuery_v2000)fake_query;
   t.cuGraphGetNodes = (PFN_cuGraphGetNodes_v10000)fake_count_zero;
   t.cuGraphGetRootNodes = (PFN_cuGraphGetRootNodes_v10000)fake_count_zero;
+  t.cuStreamIsCapturing = fake_is_capturing;
+  t.cuStreamIsCapturing_ptsz = fake_is_capturing;
+  t.cuThreadExchangeStreamCaptureMode = fake_exchange_capture_mode;
+  t.cuCtxGetFlags = fake_ctx_flags;
+  t.cuPointerGetAttributes = fake_pointer_attrs;
+  t.cuLogsRegisterCallback = fake_logs_register;
   cudaev__driver_install(&t, 13000);
   cudaev__drv_hook = hook;
 }
@@ -518,21 +599,28 @@ static void fail(const char *fmt, const char *what, long a, long b) {
 /* Where the runtime answers a driver failure with another error by design:
  * a probe whose refusal means "no such object"; a device that refuses a
  * new primary context with a sticky fault's code, which NVIDIA's runtime
- * reports as unavailable (measured on the H100 after an illegal address). */
+ * reports as unavailable (measured on the H100 after an illegal address);
+ * a clean-up after the caller's own error (an event made for a NULL
+ * output), whose failure the call does not report over that error. A file
+ * of NULL is any file, a code of CUDA_SUCCESS any code. */
 static const struct {
   const char *fn;
   CUresult r;
   cudaError_t e;
+  const char *file;
 } translations[] = {
-    {"cuKernelGetLibrary", CUDA_ERROR_INVALID_VALUE, cudaErrorInvalidResourceHandle},
-    {"cuDevicePrimaryCtxRetain", CUDA_ERROR_ILLEGAL_ADDRESS, cudaErrorDevicesUnavailable},
-    {"cuDevicePrimaryCtxRetain", CUDA_ERROR_LAUNCH_FAILED, cudaErrorDevicesUnavailable},
+    {"cuKernelGetLibrary", CUDA_ERROR_INVALID_VALUE, cudaErrorInvalidResourceHandle, NULL},
+    {"cuDevicePrimaryCtxRetain", CUDA_ERROR_ILLEGAL_ADDRESS, cudaErrorDevicesUnavailable, NULL},
+    {"cuDevicePrimaryCtxRetain", CUDA_ERROR_LAUNCH_FAILED, cudaErrorDevicesUnavailable, NULL},
+    {"cuEventDestroy", CUDA_SUCCESS, cudaErrorInvalidValue, "src/interop_egl.c"},
 };
 
 static bool translated(cudaError_t e) {
   for (size_t i = 0; i < sizeof translations / sizeof translations[0]; i++)
-    if (strcmp(translations[i].fn, sites[target].fn) == 0 && translations[i].r == fault_code &&
-        translations[i].e == e)
+    if (strcmp(translations[i].fn, sites[target].fn) == 0 &&
+        (translations[i].r == CUDA_SUCCESS || translations[i].r == fault_code) &&
+        translations[i].e == e &&
+        (translations[i].file == NULL || same_file(sites[target].file, translations[i].file)))
       return true;
   return false;
 }
@@ -1276,9 +1364,9 @@ static void logs_cb(void *d, cudaLogLevel l, char *m, size_t n) {
 }
 
 static void sc_misc(void) {
-  cudaLogsCallbackHandle lh;
+  cudaLogsCallbackHandle lh = NULL;
   C(cudaLogsRegisterCallback(logs_cb, NULL, &lh));
-  C(cudaLogsUnregisterCallback(lh));
+  if (lh != NULL) C(cudaLogsUnregisterCallback(lh));
   cudaLogIterator it = 0;
   C(cudaLogsCurrent(&it, 0));
   C(cudaLogsDumpToFile(&it, "/dev/null", 0));
@@ -1643,6 +1731,8 @@ static void sc_egl(void) {
   cudaEvent_t e = NULL;
   C(cudaEventCreateFromEGLSync(&e, (EGLSyncKHR)0x10, 0));
   if (e != NULL) C(cudaEventDestroy(e));
+  /* No output: the event the driver made is destroyed again. */
+  C(cudaEventCreateFromEGLSync(NULL, (EGLSyncKHR)0x10, 0));
 }
 #endif
 
@@ -1729,6 +1819,114 @@ static void sc_loop_stage_nomem(void) {
   if (d != NULL) C(cudaFree(d));
 }
 
+/* The chunks the staging ring has copied to a device so far. */
+static int ring_copies(void) {
+  int n = 0;
+  for (int i = 0; i < NSITES; i++)
+    if (same_file(sites[i].file, "src/staging.c") && strcmp(sites[i].fn, "cuMemcpyHtoDAsync") == 0)
+      n += atomic_load(&site_calls[i]);
+  return n;
+}
+
+/* Pageable copies over CUDAEV_STAGING_MIN through the pinned staging ring
+ * (src/staging.c): synchronous and on a stream, both ways, one of them
+ * while the GPU is slow (the ring's buffers are waited for). The ring
+ * borrows the relaxed capture mode and must give the thread's back. */
+static void sc_staging(void) {
+  enum { N = 3 << 20 };
+  char *h = malloc(N);
+  void *d = NULL;
+  C(cudaMalloc(&d, N));
+  cudaStream_t s = NULL;
+  C(cudaStreamCreate(&s));
+  if (h == NULL || d == NULL || s == NULL) goto out;
+  memset(h, 1, N);
+  atomic_store(&pointer_kinds, 1);
+  C(cudaMemcpy(d, h, N, cudaMemcpyHostToDevice));
+  C(cudaMemcpy(h, d, N, cudaMemcpyDeviceToHost));
+  C(cudaMemcpy(d, h, N, cudaMemcpyDefault));
+  C(cudaMemcpyAsync(d, h, N, cudaMemcpyHostToDevice, s));
+  C(cudaMemcpyAsync(h, d, N, cudaMemcpyDefault, s));
+  atomic_store(&stalled, 1);
+  C(cudaMemcpy(h, d, N, cudaMemcpyDeviceToHost));
+  atomic_store(&stalled, 0);
+  bool fired_at = mode == FAULT && atomic_load(&fired);
+  if (fake_capture_mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+      !(fired_at && strcmp(sites[target].fn, "cuThreadExchangeStreamCaptureMode") == 0))
+    fail("%s left the capture mode at %ld (want %ld)", "the staged copies", fake_capture_mode,
+         CU_STREAM_CAPTURE_MODE_GLOBAL);
+  /* Whatever failed, the ring is free again (its lock not left taken) and
+   * holds no more pinned buffers than the copies needed (four of 768 KiB
+   * chunks; a buffer whose cuMemFreeHost failed stays with the driver). */
+  int live = 0;
+  for (int i = 0; i < MAXPINNED; i++) live += pinned[i] != NULL;
+  if (live > 4 && !(fired_at && strcmp(sites[target].fn, "cuMemFreeHost") == 0))
+    fail("%s hold %ld pinned buffers (want at most %ld)", "the staged copies", live, 4);
+  if (!atomic_load(&sticky_on)) {
+    int before = ring_copies();
+    C(cudaMemcpy(d, h, N, cudaMemcpyHostToDevice));
+    int after = ring_copies();
+    if (after == before)
+      fail("%s made %ld ring copies (want more than %ld)", "a staged copy afterwards",
+           after - before, 0);
+  }
+  atomic_store(&pointer_kinds, 0);
+  C(cudaStreamSynchronize(s));
+out:
+  if (s != NULL) C(cudaStreamDestroy(s));
+  if (d != NULL) C(cudaFree(d));
+  free(h);
+}
+
+/* Blocking-sync waits (src/wait.c): a BlockingSync event and a context
+ * that schedules with blocking sync, while the GPU is busy, so that the
+ * spin gives way to the driver's blocking wait. */
+static void sc_blocking(void) {
+  C(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
+  atomic_store(&blocking_sched, 1);
+  cudaStream_t s = NULL;
+  cudaEvent_t e = NULL;
+  C(cudaStreamCreate(&s));
+  C(cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
+  if (e != NULL) C(cudaEventRecord(e, s));
+  atomic_store(&stalled, 1);
+  if (e != NULL) C(cudaEventSynchronize(e));
+  C(cudaStreamSynchronize(s));
+  C(cudaDeviceSynchronize());
+  atomic_store(&stalled, 0);
+  C(cudaStreamSynchronize(s));
+  C(cudaDeviceSynchronize());
+  atomic_store(&blocking_sched, 0);
+  if (e != NULL) C(cudaEventDestroy(e));
+  if (s != NULL) C(cudaStreamDestroy(s));
+}
+
+/* The hot paths' second try (CUDAEV_CTX_HOT_RETRY): the first driver call
+ * of each answers "no context", as after another thread reset the device. */
+static void sc_hot_retry(void) {
+  cudaStream_t s = NULL;
+  cudaEvent_t e = NULL;
+  void *d = NULL, *p = NULL;
+  C(cudaStreamCreate(&s));
+  C(cudaEventCreate(&e));
+  C(cudaMalloc(&d, 64));
+  if (s == NULL || e == NULL || d == NULL) goto out;
+  atomic_store(&noctx_on, 1);
+  C(cudaEventRecord(e, s));
+  C(cudaEventRecordWithFlags(e, s, 0));
+  C(cudaEventQuery(e));
+  C(cudaMemsetAsync(d, 0, 64, s));
+  C(cudaMallocAsync(&p, 64, s));
+  if (p != NULL) C(cudaFreeAsync(p, s));
+  C(cudaStreamQuery(s));
+  C(cudaStreamWaitEvent(s, e, 0));
+  atomic_store(&noctx_on, 0);
+out:
+  if (d != NULL) C(cudaFree(d));
+  if (e != NULL) C(cudaEventDestroy(e));
+  if (s != NULL) C(cudaStreamDestroy(s));
+}
+
 struct scenario {
   const char *name;
   void (*run)(void);
@@ -1765,6 +1963,9 @@ static const struct scenario scenarios[] = {
     {"loop_stage", sc_loop_stage},
     {"loop_nomem", sc_loop_nomem},
     {"loop_stage_nomem", sc_loop_stage_nomem},
+    {"staging", sc_staging},
+    {"blocking", sc_blocking},
+    {"hot_retry", sc_hot_retry},
 #ifdef CUDAEV_HAVE_GL
     {"gl", sc_gl},
 #endif
