@@ -17,6 +17,10 @@
  * "ok", "crash:SIGNAL", "exit:N" (the child left early), "hang", or
  * "batchcrash:SIGNAL" (the case crashed in its batch but not alone: an
  * earlier case of the batch broke something).
+ * A batch child whose device holds a sticky error after a case (the
+ * synchronisation that follows each warm case tells) hands the rest of its
+ * batch to a new child, as after a crash, so no case answers for an
+ * earlier one's fault.
  *
  * With a device, cases get live objects (streams, events, graphs, arrays,
  * pools, a PTX library...) and destroyed ones; without one no setup call is
@@ -341,6 +345,48 @@ static void write_all(int fd, const char *p, size_t n) {
 static const struct bi_case *run_case(int i) { return &bi_cases[i % bi_ncases]; }
 static int run_cold(int i) { return i >= bi_ncases; }
 
+/* The exit status of a child whose context holds a sticky error. */
+#define POISONED 4
+
+static bool sticky(cudaError_t e) {
+  switch (e) {
+  case cudaErrorIllegalAddress:
+  case cudaErrorLaunchFailure:
+  case cudaErrorMisalignedAddress:
+  case cudaErrorIllegalInstruction:
+  case cudaErrorHardwareStackError:
+  case cudaErrorInvalidPc:
+  case cudaErrorInvalidAddressSpace:
+  case cudaErrorAssert:
+  case cudaErrorECCUncorrectable:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* A capture a case began on the legacy or per-thread stream and left open
+ * would decide the next cases' answers, differently on a runtime whose
+ * child crashed in between: it is ended (optional functions, as above). */
+static void end_captures(void) {
+  cudaError_t (*is)(cudaStream_t, enum cudaStreamCaptureStatus *) =
+      (cudaError_t(*)(cudaStream_t, enum cudaStreamCaptureStatus *))dlsym(
+          lib, "cudaStreamIsCapturing");
+  cudaError_t (*end)(cudaStream_t, cudaGraph_t *) =
+      (cudaError_t(*)(cudaStream_t, cudaGraph_t *))dlsym(lib, "cudaStreamEndCapture");
+  cudaError_t (*destroy)(cudaGraph_t) = (cudaError_t(*)(cudaGraph_t))dlsym(lib, "cudaGraphDestroy");
+  cudaError_t (*clear)(void) = (cudaError_t(*)(void))dlsym(lib, "cudaGetLastError");
+  if (is == NULL || end == NULL || destroy == NULL || clear == NULL) return;
+  cudaStream_t streams[] = {cudaStreamLegacy, cudaStreamPerThread};
+  for (int k = 0; k < 2; k++) {
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (is(streams[k], &cs) != cudaSuccess || cs == cudaStreamCaptureStatusNone) continue;
+    cudaGraph_t g = NULL;
+    if (end(streams[k], &g) == cudaSuccess && g != NULL) destroy(g);
+  }
+  clear();
+}
+
 /* The child: runs [first, end), one result line each on fd. */
 static void child(int first, int end, int fd, int quiet) {
   if (quiet) {
@@ -354,6 +400,8 @@ static void child(int first, int end, int fd, int quiet) {
     int n = 0;
     CU(cudaGetDeviceCount)(&n);
   }
+  /* Optional: a stand-in library (the selftest's mock) may lack it. */
+  cudaError_t (*sync)(void) = (cudaError_t(*)(void))dlsym(lib, "cudaDeviceSynchronize");
   for (int i = first; i < end; i++) {
     const struct bi_case *c = run_case(i);
     char line[512], res[300];
@@ -369,6 +417,14 @@ static void child(int first, int end, int fd, int quiet) {
     }
     int len = snprintf(line, sizeof line, "%d %s\n", i, res);
     write_all(fd, line, (size_t)len);
+    /* A case accepted by both runtimes may still fault the device later
+     * (a memset of SIZE_MAX bytes, say): the rest of the batch would then
+     * answer that sticky error, or not, depending on whether an earlier
+     * case happened to crash the child. The rest goes to a fresh child. */
+    if (have_device && !run_cold(i) && i + 1 < end) {
+      if (sync != NULL && sticky(sync())) _exit(POISONED);
+      end_captures();
+    }
   }
   _exit(0);
 }
@@ -476,6 +532,12 @@ static const char *signame(int sig) {
 static void finished(struct slot *s, int st, int hung) {
   int clean = !hung && WIFEXITED(st) && WEXITSTATUS(st) == 0 && s->next == s->job.end;
   if (clean) return;
+  /* A fault of the device after its last reported case: no case to blame,
+   * the rest of the batch starts anew. */
+  if (!hung && WIFEXITED(st) && WEXITSTATUS(st) == POISONED && !s->job.single) {
+    if (s->next < s->job.end) push((struct job){s->next, s->job.end, 0}, 1);
+    return;
+  }
   char why[64];
   if (hung)
     snprintf(why, sizeof why, "hang");
