@@ -358,10 +358,8 @@ static bool sticky(cudaError_t e) {
   case cudaErrorInvalidPc:
   case cudaErrorInvalidAddressSpace:
   case cudaErrorAssert:
-  case cudaErrorECCUncorrectable:
-    return true;
-  default:
-    return false;
+  case cudaErrorECCUncorrectable: return true;
+  default: return false;
   }
 }
 
@@ -369,9 +367,8 @@ static bool sticky(cudaError_t e) {
  * would decide the next cases' answers, differently on a runtime whose
  * child crashed in between: it is ended (optional functions, as above). */
 static void end_captures(void) {
-  cudaError_t (*is)(cudaStream_t, enum cudaStreamCaptureStatus *) =
-      (cudaError_t(*)(cudaStream_t, enum cudaStreamCaptureStatus *))dlsym(
-          lib, "cudaStreamIsCapturing");
+  cudaError_t (*is)(cudaStream_t, enum cudaStreamCaptureStatus *) = (cudaError_t(*)(
+      cudaStream_t, enum cudaStreamCaptureStatus *))dlsym(lib, "cudaStreamIsCapturing");
   cudaError_t (*end)(cudaStream_t, cudaGraph_t *) =
       (cudaError_t(*)(cudaStream_t, cudaGraph_t *))dlsym(lib, "cudaStreamEndCapture");
   cudaError_t (*destroy)(cudaGraph_t) = (cudaError_t(*)(cudaGraph_t))dlsym(lib, "cudaGraphDestroy");
