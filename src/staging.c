@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "staging.h"
+#include "spin.h"
 #include "wait.h"
 
 /* Buffers of 2 MiB: the DMA of one (about 40 us at 50 GB/s) hides the
@@ -55,20 +56,6 @@ static void init(void) {
   rings = r;
   nrings = cudaev__rt.device_count;
   enabled = true;
-}
-
-static long long now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
 }
 
 /* ---- host copies on several threads --------------------------------------- */
@@ -118,10 +105,10 @@ static void *worker(void *arg) {
   unsigned seen = atomic_load(&pool.gen);
   for (;;) {
     unsigned g;
-    long long until = now_ns() + WORKER_SPIN_NS;
+    long long until = cudaev__mono_ns() + WORKER_SPIN_NS;
     while ((g = atomic_load(&pool.gen)) == seen) {
-      if (now_ns() < until) {
-        for (int i = 0; i < 64; i++) cpu_relax();
+      if (cudaev__mono_ns() < until) {
+        for (int i = 0; i < 64; i++) cudaev__cpu_relax();
         continue;
       }
       pthread_mutex_lock(&pool.mu);
@@ -183,7 +170,7 @@ static void host_copy(void *dst, const void *src, size_t len) {
     pthread_mutex_unlock(&pool.mu);
   }
   run_parts(g);
-  while (atomic_load_explicit(&pool.done, memory_order_acquire) < nparts) cpu_relax();
+  while (atomic_load_explicit(&pool.done, memory_order_acquire) < nparts) cudaev__cpu_relax();
   atomic_flag_clear(&pool.busy);
 }
 

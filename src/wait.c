@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "spin.h"
 #include "wait.h"
 
 static long long spin_window = -1;
@@ -21,20 +22,6 @@ static long long window_ns(void) {
   }
   __atomic_store_n(&spin_window, w, __ATOMIC_RELAXED);
   return w;
-}
-
-static long long now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
 }
 
 /* The answer for the context last asked about on this thread. The
@@ -66,11 +53,11 @@ typedef CUresult (*query_fn)(void *);
 static CUresult spin(query_fn query, void *h, long long w) {
   CUresult r = query(h);
   if (r != CUDA_ERROR_NOT_READY || w <= 0) return r;
-  long long end = now_ns() + w;
+  long long end = cudaev__mono_ns() + w;
   for (;;) {
-    for (int i = 0; i < 16; i++) cpu_relax();
+    for (int i = 0; i < 16; i++) cudaev__cpu_relax();
     r = query(h);
-    if (r != CUDA_ERROR_NOT_READY || now_ns() >= end) return r;
+    if (r != CUDA_ERROR_NOT_READY || cudaev__mono_ns() >= end) return r;
   }
 }
 
