@@ -257,10 +257,14 @@ static inline void head_changed(struct cudaev__gpu *g, struct cudaev__track *t) 
  * marker, else f's outcome (cudaSuccess, or the error cuEventQuery gave).
  * Inline: a pass reads every word head through it. Thread: any. */
 static inline cudaError_t head_state(struct cudaev__gpu *g, struct cudaev_future *f) {
-  if (f->kind == CUDAEV__K_HOSTFN && f->use_event)
+  /* Byte loads of their own (a waiter thread reads these while the loop
+   * writes the bit-field byte between them; see cudaev__gpu_self_state). */
+  uint8_t kind = __atomic_load_n(&f->kind, __ATOMIC_RELAXED);
+  uint8_t use_event = __atomic_load_n(&f->use_event, __ATOMIC_RELAXED);
+  if (kind == CUDAEV__K_HOSTFN && use_event)
     return atomic_load_explicit(&f->aux.hg->reached, memory_order_acquire) ? cudaSuccess
                                                                            : cudaErrorNotReady;
-  if (f->use_event) {
+  if (use_event) {
     CUresult r = cudaev__drv.cuEventQuery(f->u.ev);
     if (r == CUDA_ERROR_NOT_READY) return cudaErrorNotReady; /* not yet: never an outcome */
     return cudaev__error_from_cu(r);

@@ -122,10 +122,15 @@ static void finish(struct cudaev__gpu *g, struct cudaev_future *f, struct recycl
 }
 
 cudaError_t cudaev__gpu_self_state(struct cudaev_future *f) {
-  /* Only a plain GPU future: a host function's outcome is fn's. */
-  if (f->kind != CUDAEV__K_GPU || f->has_gate) return cudaErrorNotReady;
+  /* Only a plain GPU future: a host function's outcome is fn's. Each
+   * byte is loaded on its own: the compiler may otherwise read kind and
+   * has_gate as one word that spans the bit-field byte the loop thread
+   * writes meanwhile (finish), a race to a sanitizer. */
+  if (__atomic_load_n(&f->kind, __ATOMIC_RELAXED) != CUDAEV__K_GPU ||
+      __atomic_load_n(&f->has_gate, __ATOMIC_RELAXED))
+    return cudaErrorNotReady;
   struct cudaev__gpu *g = gpu_of(f);
-  if (!f->use_event) return head_state(g, f);
+  if (!__atomic_load_n(&f->use_event, __ATOMIC_RELAXED)) return head_state(g, f);
   /* The loop may recycle the event once f is done; the caller re-checks
    * f's state first, and a recycled event only says "not ready" or
    * completes a future already claimed. */
