@@ -5,7 +5,9 @@ checks against the Python reference of the MLP (mlp_ref.py)."""
 import http.client
 import json
 import os
+import atexit
 import re
+import shutil
 import signal
 import socket
 import struct
@@ -38,6 +40,9 @@ class Server:
 
     def __init__(self, args, extra, env=None, expect_start=True):
         self.workdir = tempfile.mkdtemp(prefix="infer-test-")
+        # Removed when the test program ends, not with the server: a test
+        # may start a second server on the first one's weights file.
+        atexit.register(shutil.rmtree, self.workdir, True)
         self.weights = os.path.join(self.workdir, "weights.bin")
         cmd = [args.server, "--port", "0", "--backend", args.backend,
                "--weights", self.weights,
