@@ -6,6 +6,8 @@
  * per completion. */
 #include "gpu_internal.h"
 
+#include "env.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,9 +36,7 @@ cudaError_t cudaev__gpu_new(CUcontext c, uint32_t idx, struct cudaev__gpu **out)
     cudaev__free(g, sizeof *g);
     return cudaev__error_from_cu(r);
   }
-  g->word_every = WORD_EVERY;
-  const char *we = getenv("CUDAEV_LOOP_WORD_EVERY");
-  if (we != NULL && atoi(we) >= 1 && atoi(we) <= 1024) g->word_every = (uint32_t)atoi(we);
+  g->word_every = (uint32_t)cudaev__env_num("CUDAEV_LOOP_WORD_EVERY", 1, 1024, WORD_EVERY);
   const char *env = getenv("CUDAEV_LOOP_EVENTS");
   g->use_events = env != NULL && env[0] == '1';
   if (!g->use_events) {

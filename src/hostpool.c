@@ -23,6 +23,7 @@
  *    child forked while another thread held it deadlocked in jemalloc.
  *  - purge_mu, which serialises the reaper's purges with cudaDeviceReset's
  *    arena destruction; nothing on an allocation or free path takes it. */
+#include "env.h"
 #include "hostpool.h"
 
 #include "cudaev_jemalloc.h"
@@ -579,15 +580,8 @@ __attribute__((destructor)) static void pool_fini(void) {
 /* ---- the runtime's entry points --------------------------------------------- */
 
 static void pool_init(void) {
-  const char *env = getenv("CUDAEV_HOST_POOL");
-  if (env != NULL && strcmp(env, "0") == 0) return;
-  decay_ms = DECAY_MS_DEFAULT;
-  env = getenv("CUDAEV_HOST_POOL_DECAY_MS");
-  if (env != NULL && *env != '\0') {
-    char *end;
-    long v = strtol(env, &end, 10);
-    if (*end == '\0' && v >= 0 && v <= 3600000) decay_ms = v;
-  }
+  if (cudaev__env_off("CUDAEV_HOST_POOL")) return;
+  decay_ms = (long)cudaev__env_num("CUDAEV_HOST_POOL_DECAY_MS", 0, 3600000, DECAY_MS_DEFAULT);
   size_t sz = sizeof page;
   ssize_t dms = decay_ms;
   if (cudaev_je_mallctl("arenas.page", &page, &sz, NULL, 0) != 0 ||

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "staging.h"
 #include "spin.h"
 #include "wait.h"
@@ -48,8 +49,7 @@ static int nrings;
 static struct ring *rings;
 
 static void init(void) {
-  const char *env = getenv("CUDAEV_STAGING");
-  if (env != NULL && strcmp(env, "0") == 0) return;
+  if (cudaev__env_off("CUDAEV_STAGING")) return;
   struct ring *r = calloc((size_t)cudaev__rt.device_count, sizeof *r);
   if (r == NULL) return;
   for (int i = 0; i < cudaev__rt.device_count; i++) pthread_mutex_init(&r[i].lock, NULL);

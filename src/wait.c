@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "env.h"
 #include "spin.h"
 #include "wait.h"
 
@@ -13,13 +14,7 @@ static long long spin_window = -1;
 static long long window_ns(void) {
   long long w = __atomic_load_n(&spin_window, __ATOMIC_RELAXED);
   if (CUDAEV_LIKELY(w >= 0)) return w;
-  w = 50 * 1000LL;
-  const char *env = getenv("CUDAEV_BLOCKING_SPIN_US");
-  if (env != NULL && *env != '\0') {
-    char *end;
-    long long us = strtoll(env, &end, 10);
-    if (*end == '\0' && us >= 0 && us <= 1000 * 1000) w = us * 1000;
-  }
+  w = cudaev__env_num("CUDAEV_BLOCKING_SPIN_US", 0, 1000 * 1000, 50) * 1000;
   __atomic_store_n(&spin_window, w, __ATOMIC_RELAXED);
   return w;
 }
