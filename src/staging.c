@@ -324,17 +324,19 @@ bool cudaev__staged_copy(void *dst, const void *src, size_t count, enum cudaMemc
                          CUstream st, bool sync, CUresult *r) {
   pthread_once(&once, init);
   if (!enabled || count <= CUDAEV_STAGING_MIN) return false;
-  bool to_device;
+  /* With cudaMemcpyDefault the destination's answer gives the direction,
+   * and for a copy to the host it is already the pageable check. */
+  bool to_device, dst_pageable = false;
   if (kind == cudaMemcpyHostToDevice)
     to_device = true;
   else if (kind == cudaMemcpyDeviceToHost)
     to_device = false;
   else if (kind == cudaMemcpyDefault)
-    to_device = !pageable(dst);
+    to_device = !(dst_pageable = pageable(dst));
   else
     return false;
   if (to_device ? !pageable(src) || !device_range(dst, count)
-                : !pageable(dst) || !device_range(src, count))
+                : !(dst_pageable || pageable(dst)) || !device_range(src, count))
     return false;
   int d = ring_device(st);
   if (d < 0) return false;
