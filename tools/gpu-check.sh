@@ -19,6 +19,10 @@
 #   serve     bench/serve.sh: wrk against the service and its twin (about
 #             3 minutes; SERVE_* apply); its table and plot land in OUT/serve
 #   badinput  tests/badinput/run.sh, if present (at most BADINPUT_BUDGET s)
+#   multi     with two or more GPUs: tests/pytorch/ddp.sh (DDP over NCCL, one
+#             process a GPU, both runtimes) and the service under wrk on one
+#             GPU and on all of them (a model large enough that the GPUs,
+#             not the loop threads, bound it; MULTI_SERVE_ARGS apply)
 # The interop programs of the gpu suite find the GL/EGL/Vulkan loaders in
 # .device/lib (gpu-pack.sh) or in the .gl packages, unpacked here when
 # carried (the device tool's README).
@@ -118,6 +122,21 @@ for part in "$@"; do
         cp "$logs/badinput/report.txt" "$out/badinput-report.txt" 2>/dev/null || true
       else
         note "badinput: no harness in this tree"
+      fi
+      ;;
+    multi)
+      tests/pytorch/ddp.sh "$build" "$logs/ddp" >"$logs/ddp.txt" 2>&1
+      note "ddp (no libev): exit $? (77: skipped); $(tail -n 1 "$logs/ddp.txt")"
+      grep -E '^(FAIL|SKIP)' "$logs/ddp.txt" | head -5 | tee -a "$summary"
+      if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+        for devs in 0 all; do
+          LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH SERVE_BUILD_DIR=$build \
+            SERVE_SERVERS=async SERVE_CONNECTIONS="${MULTI_CONNECTIONS:-256 4096}" \
+            SERVE_ARGS="${MULTI_SERVE_ARGS:---loop-threads 8 --layers 256,16384,16384,16} --devices $devs" \
+            bash bench/serve.sh "$out/serve-$devs" >"$logs/serve-$devs.txt" 2>&1
+          note "serve on devices $devs: exit $?"
+          tail -n +2 "$out/serve-$devs/serve.csv" 2>/dev/null | tee -a "$summary" >/dev/null
+        done
       fi
       ;;
     *) note "unknown part $part" ;;
