@@ -167,7 +167,13 @@ cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAt
    * kernel whose library was unloaded still takes the attribute). Values
    * that can be no object are refused before the driver reads them. */
   if (kernel == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
-  CUDAEV_LIVE_OR_RETURN(kernel);
+  if (cudaev__addr_impossible((uintptr_t)kernel)) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  /* A kernel of an unloaded library: NVIDIA's runtime hands it to the
+   * driver, which answers success for a settable attribute by reading the
+   * freed kernel (and crashes when that memory was reused). Ours answers
+   * the same without the read. */
+  if (cudaev__handle_dead(kernel))
+    return settable(attr) ? cudaSuccess : cudaev__ret(cudaErrorInvalidValue);
   CUkernel k = (CUkernel)kernel;
   struct cudaev__kfunc *f = cudaev__kfunc_find(kernel);
   if (f != NULL) {

@@ -330,6 +330,8 @@ cudaError_t cudaev__symbol_lookup(const void *symbol, CUdeviceptr *ptr, size_t *
 }
 
 bool cudaev__kernel_adopt(CUkernel k, CUlibrary lib) {
+  /* The driver may hand out an unloaded library's kernel address again. */
+  cudaev__handle_revive(k);
   if (map_get(&funcs_map, k) != NULL) return false;
   struct cudaev__kfunc *f = calloc(1, sizeof *f);
   if (f == NULL) return true;
@@ -358,6 +360,9 @@ void cudaev__library_forget(CUlibrary lib) {
     struct cudaev__kfunc *f = atomic_load_explicit(&t->slots[i].val, memory_order_relaxed);
     if (f != NULL && f->fb == NULL && f->lib == lib) {
       atomic_store_explicit(&t->slots[i].val, NULL, memory_order_release);
+      /* The driver frees the kernel with its library and reads freed
+       * memory through the handle afterwards (handle.h). */
+      cudaev__handle_bury(atomic_load_explicit(&f->kernel, memory_order_relaxed));
       /* A library kernel belongs to no fat binary: its `next` is free. */
       f->next = retired_kfuncs;
       retired_kfuncs = f;

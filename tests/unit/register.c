@@ -151,6 +151,13 @@ static CUresult fake_dtoh(void *dst, CUdeviceptr src, size_t n) {
   return CUDA_SUCCESS;
 }
 
+static int set_attrs;
+static CUresult fake_kernel_set_attr(CUfunction_attribute a, int v, CUkernel k, CUdevice d) {
+  (void)a, (void)v, (void)k, (void)d;
+  set_attrs++;
+  return CUDA_SUCCESS;
+}
+
 static void setup(void) {
   static struct cudaev_driver t;
   fake_driver_base(&t);
@@ -167,6 +174,7 @@ static void setup(void) {
   t.cuLibraryGetGlobal = fake_get_global;
   t.cuMemcpyHtoD = fake_htod;
   t.cuMemcpyDtoH = fake_dtoh;
+  t.cuKernelSetAttribute = fake_kernel_set_attr;
   cudaev__driver_install(&t, 13000);
 }
 
@@ -397,6 +405,41 @@ Test(register_, foreign_cukernel_launches) {
   cr_expect_eq(cudaev__kernel_lookup(foreign, &k), cudaSuccess);
   cr_expect_eq((const void *)k, foreign);
   cr_expect_eq(cudaev__kernel_lookup_registered(foreign, &k), cudaErrorInvalidDeviceFunction);
+}
+
+/* A kernel of an unloaded library: NVIDIA's runtime answers a settable
+ * attribute with success, its driver reading the freed kernel to do so;
+ * ours answers the same without handing the handle to the driver. The
+ * driver may hand the address out again for a new library's kernel. */
+Test(register_, unloaded_library_kernel_takes_an_attribute_without_the_driver) {
+  cudaLibrary_t lib;
+  cudaKernel_t k;
+  int at = loads;
+  cr_assert_eq(cudaLibraryLoadData(&lib, "code", NULL, NULL, 0, NULL, NULL, 0), cudaSuccess);
+  cr_assert_eq(cudaLibraryGetKernel(&k, lib, "k"), cudaSuccess);
+  cr_expect_eq(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 0),
+               cudaSuccess);
+  cr_expect_eq(set_attrs, 1);
+  cr_assert_eq(cudaLibraryUnload(lib), cudaSuccess);
+  cr_expect_eq(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 0),
+               cudaSuccess);
+  cr_expect_eq(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMax, 0, 0),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 7),
+               cudaErrorInvalidDevice);
+  cr_expect_eq(set_attrs, 1, "the driver saw the unloaded kernel");
+  cr_expect_eq(cudaLibraryUnload(lib), cudaErrorInvalidResourceHandle);
+  /* The same library slot again: the same kernel address, live. */
+  loads = at;
+  cudaLibrary_t again;
+  cudaKernel_t k2;
+  cr_assert_eq(cudaLibraryLoadData(&again, "code", NULL, NULL, 0, NULL, NULL, 0), cudaSuccess);
+  cr_assert_eq(cudaLibraryGetKernel(&k2, again, "k"), cudaSuccess);
+  cr_assert_eq(k2, k);
+  cr_expect_eq(cudaKernelSetAttributeForDevice(k2, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 0),
+               cudaSuccess);
+  cr_expect_eq(set_attrs, 2);
+  cr_expect_eq(cudaLibraryUnload(again), cudaSuccess);
 }
 
 Test(register_, missing_device_function_is_invalid_device_function) {
