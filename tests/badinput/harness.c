@@ -2,7 +2,8 @@
  * prints one line per case, "name|variant|code|status", for compare.py to
  * set NVIDIA's runtime against ours.
  *
- *   badinput [-e EXPECTED_LIBCUDART] [-j JOBS] [-t SECONDS] [-b BATCH] [-f FILTER] [-l]
+ *   badinput [-e EXPECTED_LIBCUDART] [-j JOBS] [-t SECONDS] [-T SECONDS] [-b BATCH]
+ *            [-f FILTER] [-m warm|cold|both] [-l]
  *
  * The library is dlopen()ed by its soname, so LD_LIBRARY_PATH picks it; the
  * run proves which file that was (dladdr of cudaGetDeviceCount) and, with
@@ -21,6 +22,11 @@
  * synchronisation that follows each warm case tells) hands the rest of its
  * batch to a new child, as after a crash, so no case answers for an
  * earlier one's fault.
+ *
+ * A run stopped early (-T, the whole run's budget, or SIGTERM/SIGINT) kills
+ * its children and prints the runs that finished, under "# partial": a
+ * capped run on a slow machine still reports, and compare.py compares the
+ * runs both sides have.
  *
  * With a device, cases get live objects (streams, events, graphs, arrays,
  * pools, a PTX library...) and destroyed ones; without one no setup call is
@@ -371,15 +377,16 @@ static void end_captures(void) {
       cudaStream_t, enum cudaStreamCaptureStatus *))dlsym(lib, "cudaStreamIsCapturing");
   cudaError_t (*end)(cudaStream_t, cudaGraph_t *) =
       (cudaError_t(*)(cudaStream_t, cudaGraph_t *))dlsym(lib, "cudaStreamEndCapture");
-  cudaError_t (*destroy)(cudaGraph_t) = (cudaError_t(*)(cudaGraph_t))dlsym(lib, "cudaGraphDestroy");
+  cudaError_t (*graph_destroy)(cudaGraph_t) =
+      (cudaError_t(*)(cudaGraph_t))dlsym(lib, "cudaGraphDestroy");
   cudaError_t (*clear)(void) = (cudaError_t(*)(void))dlsym(lib, "cudaGetLastError");
-  if (is == NULL || end == NULL || destroy == NULL || clear == NULL) return;
+  if (is == NULL || end == NULL || graph_destroy == NULL || clear == NULL) return;
   cudaStream_t streams[] = {cudaStreamLegacy, cudaStreamPerThread};
   for (int k = 0; k < 2; k++) {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (is(streams[k], &cs) != cudaSuccess || cs == cudaStreamCaptureStatusNone) continue;
     cudaGraph_t g = NULL;
-    if (end(streams[k], &g) == cudaSuccess && g != NULL) destroy(g);
+    if (end(streams[k], &g) == cudaSuccess && g != NULL) graph_destroy(g);
   }
   clear();
 }
@@ -556,17 +563,21 @@ static void finished(struct slot *s, int st, int hung) {
   push((struct job){s->next, s->next + 1, 1}, 1);
 }
 
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int sig) { stop_signal = sig; }
+
 int main(int argc, char **argv) {
   const char *expect = NULL, *filter = NULL;
   const char *mode = "both";
   int jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), batch = 64, list = 0, verbose = 0;
-  double timeout = 5;
+  double timeout = 5, budget = 0;
   int opt;
-  while ((opt = getopt(argc, argv, "e:j:t:b:f:m:lv")) != -1) {
+  while ((opt = getopt(argc, argv, "e:j:t:T:b:f:m:lv")) != -1) {
     switch (opt) {
     case 'e': expect = optarg; break;
     case 'j': jobs = atoi(optarg); break;
     case 't': timeout = atof(optarg); break;
+    case 'T': budget = atof(optarg); break;
     case 'b': batch = atoi(optarg); break;
     case 'f': filter = optarg; break;
     case 'm': mode = optarg; break;
@@ -574,8 +585,8 @@ int main(int argc, char **argv) {
     case 'v': verbose = 1; break;
     default:
       fprintf(stderr,
-              "usage: %s [-e LIB] [-j JOBS] [-t SECONDS] [-b BATCH] [-f FILTER] [-m "
-              "warm|cold|both] [-l] [-v]\n",
+              "usage: %s [-e LIB] [-j JOBS] [-t SECONDS] [-T SECONDS] [-b BATCH] [-f FILTER] "
+              "[-m warm|cold|both] [-l] [-v]\n",
               argv[0]);
       return 2;
     }
@@ -634,10 +645,30 @@ int main(int argc, char **argv) {
       push((struct job){bi_ncases + i, bi_ncases + i + 1, 1}, 0);
 
   fflush(stdout);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  double t_start = now();
+  int partial = 0;
   struct slot *slots = calloc((size_t)jobs, sizeof *slots);
   struct pollfd *pfd = calloc((size_t)jobs, sizeof *pfd);
   int active = 0;
   for (;;) {
+    if (stop_signal || (budget > 0 && now() - t_start > budget)) {
+      /* Whatever is still running is neither a result nor a hang. */
+      for (int k = 0; k < jobs; k++)
+        if (slots[k].pid != 0) {
+          kill(slots[k].pid, SIGKILL);
+          while (waitpid(slots[k].pid, NULL, 0) < 0 && errno == EINTR) {
+          }
+          close(slots[k].fd);
+          slots[k].pid = 0;
+        }
+      partial = 1;
+      break;
+    }
     for (int k = 0; k < jobs && qhead < qtail; k++) {
       if (slots[k].pid != 0) continue;
       struct job j = queue[qhead++];
@@ -648,6 +679,8 @@ int main(int argc, char **argv) {
       }
       pid_t pid = fork();
       if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
         close(p[0]);
         child(j.first, j.end, p[1], !verbose);
       }
@@ -668,6 +701,7 @@ int main(int argc, char **argv) {
       if (slots[k].pid != 0 && slots[k].deadline < soonest) soonest = slots[k].deadline;
     double wait = soonest - now();
     int ms = wait <= 0 ? 0 : (int)(wait * 1000) + 1;
+    if (budget > 0 && ms > 1000) ms = 1000;
     if (poll(pfd, (nfds_t)n, ms) < 0 && errno != EINTR) {
       perror("poll");
       return 2;
@@ -702,6 +736,9 @@ int main(int argc, char **argv) {
 
   int ran = 0;
   printf("# cudart %s\n# device %s\n", real, have_device ? "yes" : "no");
+  if (partial)
+    printf("# partial: stopped after %.0f s (%s)\n", now() - t_start,
+           stop_signal ? "signal" : "-T budget");
   for (int i = 0; i < nruns; i++) {
     if (results[i] == NULL) continue;
     ran++;
