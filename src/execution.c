@@ -167,7 +167,8 @@ cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAt
    * kernel whose library was unloaded still takes the attribute). Values
    * that can be no object are refused before the driver reads them. */
   if (kernel == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
-  if (cudaev__addr_impossible((uintptr_t)kernel)) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  if (cudaev__addr_impossible((uintptr_t)kernel))
+    return cudaev__ret(cudaErrorInvalidResourceHandle);
   /* A kernel of an unloaded library: NVIDIA's runtime hands it to the
    * driver, which answers success for a settable attribute by reading the
    * freed kernel (and crashes when that memory was reused). Ours answers

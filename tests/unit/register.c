@@ -417,16 +417,19 @@ Test(register_, unloaded_library_kernel_takes_an_attribute_without_the_driver) {
   int at = loads;
   cr_assert_eq(cudaLibraryLoadData(&lib, "code", NULL, NULL, 0, NULL, NULL, 0), cudaSuccess);
   cr_assert_eq(cudaLibraryGetKernel(&k, lib, "k"), cudaSuccess);
-  cr_expect_eq(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 0),
-               cudaSuccess);
+  cr_expect_eq(
+      cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 0),
+      cudaSuccess);
   cr_expect_eq(set_attrs, 1);
   cr_assert_eq(cudaLibraryUnload(lib), cudaSuccess);
-  cr_expect_eq(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 0),
-               cudaSuccess);
+  cr_expect_eq(
+      cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 0),
+      cudaSuccess);
   cr_expect_eq(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMax, 0, 0),
                cudaErrorInvalidValue);
-  cr_expect_eq(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 7),
-               cudaErrorInvalidDevice);
+  cr_expect_eq(
+      cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 7),
+      cudaErrorInvalidDevice);
   cr_expect_eq(set_attrs, 1, "the driver saw the unloaded kernel");
   cr_expect_eq(cudaLibraryUnload(lib), cudaErrorInvalidResourceHandle);
   /* The same library slot again: the same kernel address, live. */
@@ -436,8 +439,9 @@ Test(register_, unloaded_library_kernel_takes_an_attribute_without_the_driver) {
   cr_assert_eq(cudaLibraryLoadData(&again, "code", NULL, NULL, 0, NULL, NULL, 0), cudaSuccess);
   cr_assert_eq(cudaLibraryGetKernel(&k2, again, "k"), cudaSuccess);
   cr_assert_eq(k2, k);
-  cr_expect_eq(cudaKernelSetAttributeForDevice(k2, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 0),
-               cudaSuccess);
+  cr_expect_eq(
+      cudaKernelSetAttributeForDevice(k2, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 0),
+      cudaSuccess);
   cr_expect_eq(set_attrs, 2);
   cr_expect_eq(cudaLibraryUnload(again), cudaSuccess);
 }
