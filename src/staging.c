@@ -21,12 +21,15 @@
 #define CHUNK          ((size_t)2 << 20)
 #define SLOTS          8
 /* The unit a host copy is split into for the copy threads: small enough
- * that a chunk of a copy just over CUDAEV_STAGING_MIN still has a part
+ * that a chunk of a copy just over the threshold still has a part
  * for a second thread. */
 #define PART           ((size_t)256 << 10)
 /* Copy threads beside the caller: one thread copies about 10 GB/s, four
  * together outrun the DMA. */
-#define MAX_WORKERS    3
+#define WORKERS_DEFAULT 3
+#define WORKERS_MAX     15
+/* Copies up to this size go to the driver (staging.h). */
+#define STAGING_MIN_DEFAULT ((size_t)1 << 20)
 /* How long a thread spins on a staging buffer's event before the driver's
  * wait: a chunk's DMA takes 40 us to 1 ms; longer means the stream is
  * still busy with earlier work, and then the thread should not burn a core. */
@@ -45,11 +48,14 @@ struct ring {
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool enabled;
+static size_t staging_min = STAGING_MIN_DEFAULT;
 static int nrings;
 static struct ring *rings;
 
 static void init(void) {
   if (cudaev__env_off("CUDAEV_STAGING")) return;
+  staging_min = (size_t)cudaev__env_num("CUDAEV_STAGING_MIN", (long long)CUDAEV_STAGING_MIN,
+                                        1LL << 40, (long long)STAGING_MIN_DEFAULT);
   struct ring *r = calloc((size_t)cudaev__rt.device_count, sizeof *r);
   if (r == NULL) return;
   for (int i = 0; i < cudaev__rt.device_count; i++) pthread_mutex_init(&r[i].lock, NULL);
@@ -126,7 +132,9 @@ static void *worker(void *arg) {
 /* The copy threads never take the application's signals. */
 static void pool_start(void) {
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  int want = ncpu > 1 ? (int)(ncpu - 1 < MAX_WORKERS ? ncpu - 1 : MAX_WORKERS) : 0;
+  long max = (long)cudaev__env_num("CUDAEV_STAGING_THREADS", 0, WORKERS_MAX, WORKERS_DEFAULT);
+  int want = (int)(ncpu - 1 < max ? ncpu - 1 : max);
+  if (want < 0) want = 0;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -323,7 +331,7 @@ static CUresult d2h(struct ring *g, int nslots, char *dst, CUdeviceptr src, size
 bool cudaev__staged_copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                          CUstream st, bool sync, CUresult *r) {
   pthread_once(&once, init);
-  if (!enabled || count <= CUDAEV_STAGING_MIN) return false;
+  if (!enabled || count <= staging_min) return false;
   /* With cudaMemcpyDefault the destination's answer gives the direction,
    * and for a copy to the host it is already the pageable check. */
   bool to_device, dst_pageable = false;

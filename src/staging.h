@@ -28,7 +28,9 @@
  *  - An error of the stream (a sticky error, a failed copy) ends the copy
  *    with the driver's error.
  *
- * CUDAEV_STAGING=0 in the environment turns the ring off.
+ * CUDAEV_STAGING=0 in the environment turns the ring off;
+ * CUDAEV_STAGING_MIN (bytes) sets the smallest copy it takes and
+ * CUDAEV_STAGING_THREADS the copy threads beside the caller (0 to 15).
  *
  * Thread: every function here may be called from any thread.
  */
@@ -37,10 +39,13 @@
 
 #include "internal.h"
 
-/* Copies of at most this many bytes go to the driver as they are: the
- * ring's set-up per copy (pointer queries, a stream check) would cost more
- * than it saves. */
-#define CUDAEV_STAGING_MIN ((size_t)1 << 20)
+/* Copies of at most this many bytes go to the driver as they are, whatever
+ * the settings: the ring's set-up per copy (pointer queries, a stream
+ * check, an event) would cost more than it saves. The callers test this
+ * before calling; the ring's own threshold (CUDAEV_STAGING_MIN in the
+ * environment, in bytes, default STAGING_MIN_DEFAULT in staging.c) is at
+ * least this. */
+#define CUDAEV_STAGING_MIN ((size_t)64 << 10)
 
 /* cudaMemcpy's (sync) or cudaMemcpyAsync's work for `count` >
  * CUDAEV_STAGING_MIN bytes of `kind` (HostToDevice, DeviceToHost or

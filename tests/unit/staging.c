@@ -303,3 +303,33 @@ Test(wait, zero_window_goes_to_the_driver) {
   cr_expect_eq(syncs, 1);
   free(src);
 }
+
+/* CUDAEV_STAGING_MIN moves the threshold (never below 64 KiB) and
+ * CUDAEV_STAGING_THREADS=0 leaves the host copies to the caller; the
+ * bytes stay exact either way. */
+Test(staging, the_threshold_and_the_threads_follow_the_environment) {
+  setenv("CUDAEV_STAGING_MIN", "262144", 1);
+  setenv("CUDAEV_STAGING_THREADS", "0", 1);
+  install();
+  size_t n = (size_t)1 << 20;
+  unsigned char *src = malloc(n), *back = calloc(1, n);
+  fill(src, n, 11);
+  cr_assert_eq(cudaMemcpy(devmem + 5, src, n, cudaMemcpyHostToDevice), cudaSuccess);
+  cr_expect_eq(plain_calls, 0, "1 MiB is over a threshold of 256 KiB");
+  cr_expect_gt(staged_dmas, 0);
+  cr_assert_eq(cudaMemcpy(back, devmem + 5, n, cudaMemcpyDeviceToHost), cudaSuccess);
+  cr_expect_eq(memcmp(back, src, n), 0);
+  cr_assert_eq(cudaMemcpy(devmem, src, (size_t)256 << 10, cudaMemcpyHostToDevice), cudaSuccess);
+  cr_expect_eq(plain_calls, 1, "256 KiB is at the threshold");
+  free(src);
+  free(back);
+}
+
+Test(staging, a_threshold_below_the_floor_is_ignored) {
+  setenv("CUDAEV_STAGING_MIN", "4096", 1);
+  install();
+  unsigned char *src = calloc(1, (size_t)1 << 20);
+  cr_assert_eq(cudaMemcpy(devmem, src, (size_t)1 << 20, cudaMemcpyHostToDevice), cudaSuccess);
+  cr_expect_eq(plain_calls, 1, "out of range: the default threshold (1 MiB) holds");
+  free(src);
+}
