@@ -2,8 +2,8 @@
  * staging buffers (src/staging.c), behind cudaMemcpy and cudaMemcpyAsync.
  *
  * NVIDIA's runtime leaves a pageable copy to the driver, which moves it at
- * about a fifth of the pinned bandwidth. A copy larger than
- * CUDAEV_STAGING_MIN goes through a ring of pinned buffers per device
+ * about a fifth of the pinned bandwidth. A copy larger than the ring's
+ * threshold (512 KiB by default) goes through a ring of pinned buffers per device
  * instead: the host copies chunk k+1 into a buffer (several threads for
  * large chunks) while the DMA of chunk k runs in the copy's own stream;
  * an event per buffer says when it may be filled again.
@@ -18,7 +18,7 @@
  *    stream, blocking and non-blocking streams) are the driver's: every DMA
  *    and event goes to the stream the plain call would have used.
  *  - Everything the ring is not sure to do exactly as the driver goes to
- *    the driver unchanged: copies of CUDAEV_STAGING_MIN or less, pinned,
+ *    the driver unchanged: copies up to the threshold, pinned,
  *    registered or managed host memory, device ranges that are not wholly
  *    inside one device allocation, unknown pointers, a stream that is
  *    capturing (or cannot say), a stream of another context, a context
@@ -29,8 +29,10 @@
  *    with the driver's error.
  *
  * CUDAEV_STAGING=0 in the environment turns the ring off;
- * CUDAEV_STAGING_MIN (bytes) sets the smallest copy it takes and
- * CUDAEV_STAGING_THREADS the copy threads beside the caller (0 to 15).
+ * CUDAEV_STAGING_MIN (bytes) sets the largest copy it leaves to the
+ * driver (default 512 KiB), CUDAEV_STAGING_THREADS the copy threads beside
+ * the caller (0 to 15, default 3) and CUDAEV_STAGING_NT=0 turns off the
+ * non-temporal stores of its host copies (ntcopy.h).
  *
  * Thread: every function here may be called from any thread.
  */
