@@ -441,8 +441,12 @@ static cudaError_t memset2d(void *p, size_t pitch, int value, size_t width, size
   if (width == 0 || height == 0) return cudaSuccess;
   /* Rows that reach past the end of the address space cannot all be
    * memory: the driver, asked for 2^62 of them, does not return within
-   * 30 s instead of refusing (nor does NVIDIA's runtime). */
-  if (pitch != 0 && height > CUDAEV_HANDLE_END / pitch) return cudaErrorInvalidValue;
+   * 30 s instead of refusing (nor does NVIDIA's runtime). The driver takes
+   * the pitch as signed (NVIDIA's runtime refuses a pitch of 2^62 and
+   * accepts SIZE_MAX, rows one byte apart going down), so its rows span
+   * |pitch| bytes each. */
+  size_t step = (intptr_t)pitch < 0 ? (size_t)0 - pitch : pitch;
+  if (step != 0 && height > CUDAEV_HANDLE_END / step) return cudaErrorInvalidValue;
   CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
   unsigned char v = (unsigned char)value;
   CUresult r = h == SYNC_LEGACY ? cudaev__drv.cuMemsetD2D8(d, pitch, v, width, height)

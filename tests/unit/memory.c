@@ -215,6 +215,13 @@ static CUresult f_retain(CUcontext *c, CUdevice d) {
   return CUDA_SUCCESS;
 }
 
+static int memsets_2d;
+static CUresult f_memset_2d(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h) {
+  (void)d, (void)pitch, (void)v, (void)w, (void)h;
+  memsets_2d++;
+  return CUDA_SUCCESS;
+}
+
 static void setup(void) {
   /* These tests check which driver entry point each call reaches with
    * which arguments; pinned memory through the pool is tested in
@@ -249,6 +256,7 @@ static void setup(void) {
   t.cuMemcpyPeer = f_peer;
   t.cuMemPrefetchAsync = f_prefetch;
   t.cuMemAdvise = f_advise;
+  t.cuMemsetD2D8 = f_memset_2d;
   cudaev__driver_install(&t, 13000);
 }
 
@@ -469,4 +477,19 @@ Test(memory, prefetch_and_advise_locations) {
                cudaSuccess);
   cr_expect_eq(got.loc.type, CU_MEM_LOCATION_TYPE_HOST);
   cr_expect_eq(got.flags, CU_MEM_ADVISE_SET_PREFERRED_LOCATION);
+}
+
+/* Rows past the end of the address space never reach the driver (it does
+ * not return from 2^62 of them); the driver takes the pitch as signed, so
+ * SIZE_MAX is rows one byte apart, which NVIDIA's runtime passes on. */
+Test(memory, memset2d_rows_past_the_address_space) {
+  void *d = (void *)(uintptr_t)0x7f0000000000ull;
+  cr_expect_eq(cudaMemset2D(d, 64, 0, 16, (size_t)1 << 62), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMemset2D(d, (size_t)1 << 46, 0, 16, 16), cudaErrorInvalidValue);
+  cr_expect_eq(memsets_2d, 0);
+  cr_expect_eq(cudaMemset2D(d, SIZE_MAX, 0, 16, 16), cudaSuccess);
+  cr_expect_eq(cudaMemset2D(d, 64, 0, 16, 16), cudaSuccess);
+  cr_expect_eq(memsets_2d, 2);
+  cr_expect_eq(cudaMemset2D(d, SIZE_MAX, 0, 16, (size_t)1 << 62), cudaErrorInvalidValue);
+  cr_expect_eq(memsets_2d, 2);
 }
