@@ -45,7 +45,7 @@ LC_DRIVER(LC_DECL)
 #undef LC_DECL
 
 /* Tiny kernels: empty(), spin(ns) (busy for ns on the GPU clock),
- * gate(flag, want, limit_ns, gave_up, poll_ns) (see below), fault(p) (stores to p:
+ * gate(flag, want, limit_ns, gave_up) (see below), fault(p) (stores to p:
  * pass a bad address for an illegal-address fault). */
 static const char lc_ptx[] =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
@@ -60,26 +60,21 @@ static const char lc_ptx[] =
     "  setp.lt.u64 %p, %d, %n;\n"
     "  @%p bra LOOP;\n"
     "  ret;\n}\n"
-    /* gate(flag, want, limit_ns, gave_up, poll_ns): a one-thread kernel
-     * that holds its stream (not the host, not a hardware queue's
-     * semaphore) until the host sets *flag >= want in mapped pinned
-     * memory, or limit_ns passed on the GPU clock; then it stores 1 to
-     * *gave_up. It always ends on its own, so no host thread blocked in a
-     * full driver queue can deadlock with it. Between reads of the flag it
-     * sleeps about poll_ns (0: reads without a pause): each read crosses
-     * PCIe into the host's memory, and dozens of closed gates polling
-     * without a pause load the host's memory system while the loop is
-     * timed. */
+    /* gate(flag, want, limit_ns, gave_up): a one-thread kernel that holds
+     * its stream (not the host, not a hardware queue's semaphore) until the
+     * host sets *flag >= want in mapped pinned memory, or limit_ns passed
+     * on the GPU clock; then it stores 1 to *gave_up. It always ends on its
+     * own, so no host thread blocked in a full driver queue can deadlock
+     * with it. */
     ".visible .entry gate(.param .u64 flag, .param .u32 want, .param .u64 limit,\n"
-    "                     .param .u64 gave_up, .param .u32 poll) {\n"
-    "  .reg .u64 %f, %o, %t0, %t1, %d, %n; .reg .u32 %v, %w, %s; .reg .pred %p;\n"
+    "                     .param .u64 gave_up) {\n"
+    "  .reg .u64 %f, %o, %t0, %t1, %d, %n; .reg .u32 %v, %w; .reg .pred %p;\n"
     "  ld.param.u64 %f, [flag];\n"
     "  cvta.to.global.u64 %f, %f;\n"
     "  ld.param.u32 %w, [want];\n"
     "  ld.param.u64 %n, [limit];\n"
     "  ld.param.u64 %o, [gave_up];\n"
     "  cvta.to.global.u64 %o, %o;\n"
-    "  ld.param.u32 %s, [poll];\n"
     "  mov.u64 %t0, %globaltimer;\n"
     "WAIT:\n"
     "  ld.volatile.global.u32 %v, [%f];\n"
@@ -87,13 +82,8 @@ static const char lc_ptx[] =
     "  @%p bra OPEN;\n"
     "  mov.u64 %t1, %globaltimer;\n"
     "  sub.u64 %d, %t1, %t0;\n"
-    "  setp.ge.u64 %p, %d, %n;\n"
-    "  @%p bra GIVEUP;\n"
-    "  setp.eq.u32 %p, %s, 0;\n"
+    "  setp.lt.u64 %p, %d, %n;\n"
     "  @%p bra WAIT;\n"
-    "  nanosleep.u32 %s;\n"
-    "  bra WAIT;\n"
-    "GIVEUP:\n"
     "  mov.u32 %v, 1;\n"
     "  st.volatile.global.u32 [%o], %v;\n"
     "OPEN:\n"

@@ -64,11 +64,6 @@
  * per-completion cost is timed. The 1k run has the 1,024 measured futures
  * only. The 100k / 1k ratio is the target.
  *
- * Gates poll their host flag across PCIe; closed gates pause about 2 us
- * between reads (LC_GATE_POLL_NS; 0 restores the old back-to-back reads),
- * so that the 64 held gates of the 100k run, closed while it is timed, do
- * not load the host's memory system as the 1k run's opened gates do not.
- *
  * Progress goes to stderr at each phase; a watchdog thread ends the program
  * (exit 3) with the phase and step it was in when one runs past its time
  * limit, also when a thread is stuck inside a driver call, and when the
@@ -163,13 +158,9 @@ static void *watchdog_main(void *arg) {
 #define REF_WORD(i)  (&host_words[64 + (i)])
 
 /* Holds streams [lo, hi) until the flag reaches `want` (or limit_ns). */
-/* The gates' pause between reads of their flag (loop_common.h):
- * LC_GATE_POLL_NS, default 2 us; 0 polls without a pause. */
-static uint32_t gate_poll_ns = 2000;
-
 static void gates(int lo, int hi, uint32_t want, unsigned long long limit_ns) {
   CUdeviceptr flag = dev_words, gave_up = dev_words + 4;
-  void *args[] = {&flag, &want, &limit_ns, &gave_up, &gate_poll_ns};
+  void *args[] = {&flag, &want, &limit_ns, &gave_up};
   for (int i = lo; i < hi; i++)
     LC_CU(d_cuLaunchKernel(lc_gate, 1, 1, 1, 1, 1, 1, 0, ss[i], args, NULL));
 }
@@ -493,16 +484,13 @@ int main(int argc, char **argv) {
   /* Before the context exists: the driver reads it at context creation. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   connections = atoi(getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
-  if (getenv("LC_GATE_POLL_NS") != NULL) gate_poll_ns = (uint32_t)atoi(getenv("LC_GATE_POLL_NS"));
   if (connections < 1) connections = 8;
   if (connections > 32) connections = 32;
   pthread_t wd;
   watch(30, "start: cudaev_loop_new_foreign, lc_init, %d streams", NSTREAMS_ALL);
   if (pthread_create(&wd, NULL, watchdog_main, NULL) != 0) DIE("no watchdog thread");
-  progress(
-      "start: CUDA_DEVICE_MAX_CONNECTIONS=%d (%d streams per hardware queue), gates poll "
-      "every %u ns",
-      connections, per_queue(NSTREAMS), gate_poll_ns);
+  progress("start: CUDA_DEVICE_MAX_CONNECTIONS=%d (%d streams per hardware queue)", connections,
+           per_queue(NSTREAMS));
   cudaev_loop_t *boot;
   LC_RT(cudaev_loop_new_foreign(&boot)); /* makes the primary context current */
   lc_init();
