@@ -4,6 +4,8 @@
 # ranks); requires every rank's transcript identical between the two runs
 # and each rank's process to resolve cudaMalloc to the intended library.
 # Skips (77) with fewer than two GPUs: NCCL refuses two ranks on one GPU.
+# DDP_NPROC=N runs N ranks instead of one a GPU (DDP_NPROC=1 checks the
+# script itself on a one-GPU machine).
 #
 #   tests/pytorch/ddp.sh [BUILD_DIR] [LOG_DIR]
 set -uo pipefail
@@ -14,7 +16,12 @@ mkdir -p "$logs"
 ours=$(readlink -f "$build/libcudart.so.13")
 python3 -c 'import torch' 2>/dev/null || { echo "SKIP: no PyTorch here"; exit 77; }
 n=$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
-[ "${n:-0}" -ge 2 ] || { echo "SKIP: $n GPU(s); DDP over NCCL needs two"; exit 77; }
+if [ -n "${DDP_NPROC:-}" ]; then
+  [ "$DDP_NPROC" -ge 1 ] && [ "$DDP_NPROC" -le "${n:-0}" ] ||
+    { echo "SKIP: DDP_NPROC=$DDP_NPROC with $n GPU(s)"; exit 77; }
+  n=$DDP_NPROC
+fi
+[ "${n:-0}" -ge 2 ] || [ -n "${DDP_NPROC:-}" ] || { echo "SKIP: $n GPU(s); DDP over NCCL needs two"; exit 77; }
 # NVLink multicast stays off: a program that uses it can take the host's
 # shared GPUs out of service.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
