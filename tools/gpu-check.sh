@@ -21,8 +21,9 @@
 #   badinput  tests/badinput/run.sh, if present (at most BADINPUT_BUDGET s)
 #   multi     with two or more GPUs: tests/pytorch/ddp.sh (DDP over NCCL, one
 #             process a GPU, both runtimes) and the service under wrk on one
-#             GPU and on all of them (a model large enough that the GPUs,
-#             not the loop threads, bound it; MULTI_SERVE_ARGS apply)
+#             GPU and on all of them (a 256-8192-8192-16 model, whose
+#             8192-square layer is most of the work, and 16 loop threads, so
+#             that the GPUs' share shows; MULTI_SERVE_ARGS apply)
 # The interop programs of the gpu suite find the GL/EGL/Vulkan loaders in
 # .device/lib (gpu-pack.sh) or in the .gl packages, unpacked here when
 # carried (the device tool's README).
@@ -132,7 +133,7 @@ for part in "$@"; do
         for devs in 0 all; do
           LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH SERVE_BUILD_DIR=$build \
             SERVE_SERVERS=async SERVE_CONNECTIONS="${MULTI_CONNECTIONS:-256 4096}" \
-            SERVE_ARGS="${MULTI_SERVE_ARGS:---loop-threads 8 --layers 256,16384,16384,16} --devices $devs" \
+            SERVE_ARGS="${MULTI_SERVE_ARGS:---loop-threads 16 --layers 256,8192,8192,16} --devices $devs" \
             bash bench/serve.sh "$out/serve-$devs" >"$logs/serve-$devs.txt" 2>&1
           note "serve on devices $devs: exit $?"
           tail -n +2 "$out/serve-$devs/serve.csv" 2>/dev/null | tee -a "$summary" >/dev/null
