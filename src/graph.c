@@ -58,6 +58,15 @@ static cudaError_t nodes_out(CUresult r, const cudaGraphNode_t *nodes, size_t n)
   return cudaev__ret_cu(r);
 }
 
+/* For the queries that fill an array with room for `room` nodes and write
+ * the count to *count: the entries written, min(room, *count), are handed
+ * out (nodes_out). `room` is read before the driver overwrites *count. */
+static size_t room_of(const size_t *count) { return count != NULL ? *count : 0; }
+static cudaError_t listed_out(CUresult r, const cudaGraphNode_t *nodes, size_t room,
+                              const size_t *count) {
+  return nodes_out(r, nodes, r == CUDA_SUCCESS && *count < room ? *count : room);
+}
+
 /* GRAPH_CALL_ON for the cudaGraphAdd*Node functions: the new node,
  * *pGraphNode, is handed out. */
 #define ADD_CALL_ON(handles, expr)         \
@@ -384,43 +393,41 @@ cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char *path, unsigned
 cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
   CUDAEV_CTX_OR_RETURN();
   GRAPH_LIVE_OR_RETURN(graph);
-  size_t n = numNodes != NULL ? *numNodes : 0;
+  size_t room = room_of(numNodes);
   CUresult r = cudaev__drv.cuGraphGetNodes((CUgraph)graph, (CUgraphNode *)nodes, numNodes);
-  return nodes_out(r, nodes, r == CUDA_SUCCESS && *numNodes < n ? *numNodes : n);
+  return listed_out(r, nodes, room, numNodes);
 }
 
 cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes,
                                   size_t *pNumRootNodes) {
   CUDAEV_CTX_OR_RETURN();
   GRAPH_LIVE_OR_RETURN(graph);
-  size_t n = pNumRootNodes != NULL ? *pNumRootNodes : 0;
+  size_t room = room_of(pNumRootNodes);
   CUresult r =
       cudaev__drv.cuGraphGetRootNodes((CUgraph)graph, (CUgraphNode *)pRootNodes, pNumRootNodes);
-  return nodes_out(r, pRootNodes, r == CUDA_SUCCESS && *pNumRootNodes < n ? *pNumRootNodes : n);
+  return listed_out(r, pRootNodes, room, pNumRootNodes);
 }
 
 cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *from, cudaGraphNode_t *to,
                               cudaGraphEdgeData *edgeData, size_t *numEdges) {
   CUDAEV_CTX_OR_RETURN();
   GRAPH_LIVE_OR_RETURN(graph);
-  size_t n = numEdges != NULL ? *numEdges : 0;
+  size_t room = room_of(numEdges);
   CUresult r = cudaev__drv.cuGraphGetEdges((CUgraph)graph, (CUgraphNode *)from, (CUgraphNode *)to,
                                            (CUgraphEdgeData *)edgeData, numEdges);
-  if (r == CUDA_SUCCESS && *numEdges < n) n = *numEdges;
-  nodes_out(r, from, n);
-  return nodes_out(r, to, n);
+  listed_out(r, from, room, numEdges);
+  return listed_out(r, to, room, numEdges);
 }
 
 cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *pDependencies,
                                          cudaGraphEdgeData *edgeData, size_t *pNumDependencies) {
   CUDAEV_CTX_OR_RETURN();
   GRAPH_LIVE_OR_RETURN(node);
-  size_t n = pNumDependencies != NULL ? *pNumDependencies : 0;
+  size_t room = room_of(pNumDependencies);
   CUresult r =
       cudaev__drv.cuGraphNodeGetDependencies((CUgraphNode)node, (CUgraphNode *)pDependencies,
                                              (CUgraphEdgeData *)edgeData, pNumDependencies);
-  if (r == CUDA_SUCCESS && *pNumDependencies < n) n = *pNumDependencies;
-  return nodes_out(r, pDependencies, n);
+  return listed_out(r, pDependencies, room, pNumDependencies);
 }
 
 cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t *pDependentNodes,
@@ -428,12 +435,11 @@ cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t
                                            size_t *pNumDependentNodes) {
   CUDAEV_CTX_OR_RETURN();
   GRAPH_LIVE_OR_RETURN(node);
-  size_t n = pNumDependentNodes != NULL ? *pNumDependentNodes : 0;
+  size_t room = room_of(pNumDependentNodes);
   CUresult r =
       cudaev__drv.cuGraphNodeGetDependentNodes((CUgraphNode)node, (CUgraphNode *)pDependentNodes,
                                                (CUgraphEdgeData *)edgeData, pNumDependentNodes);
-  if (r == CUDA_SUCCESS && *pNumDependentNodes < n) n = *pNumDependentNodes;
-  return nodes_out(r, pDependentNodes, n);
+  return listed_out(r, pDependentNodes, room, pNumDependentNodes);
 }
 
 cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from,
