@@ -106,6 +106,14 @@ static struct {
           .cv = PTHREAD_COND_INITIALIZER,
           .busy = ATOMIC_FLAG_INIT};
 
+/* `stream`: with non-temporal stores (ntcopy.h). */
+static void copy_one(void *dst, const void *src, size_t len, bool stream) {
+  if (stream)
+    cudaev__nt_copy(dst, src, len);
+  else
+    memcpy(dst, src, len);
+}
+
 static void run_parts(unsigned gen) {
   uint64_t v = atomic_load_explicit(&pool.next, memory_order_acquire);
   for (;;) {
@@ -116,10 +124,7 @@ static void run_parts(unsigned gen) {
                                                memory_order_acquire))
       continue;
     size_t off = i * PART, n = pool.len - off < PART ? pool.len - off : PART;
-    if (pool.stream)
-      cudaev__nt_copy(pool.dst + off, pool.src + off, n);
-    else
-      memcpy(pool.dst + off, pool.src + off, n);
+    copy_one(pool.dst + off, pool.src + off, n, pool.stream);
     atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
     v = atomic_load_explicit(&pool.next, memory_order_acquire);
   }
@@ -170,14 +175,6 @@ static void pool_start(void) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-static void copy_one(void *dst, const void *src, size_t len, bool stream) {
-  if (stream)
-    cudaev__nt_copy(dst, src, len);
-  else
-    memcpy(dst, src, len);
-}
-
-/* `stream`: with non-temporal stores (ntcopy.h). */
 static void host_copy(void *dst, const void *src, size_t len, bool stream) {
   size_t nparts = (len + PART - 1) / PART;
   if (nparts < 2) {
