@@ -191,12 +191,16 @@ Test(device, set_valid_devices_checks_ordinals_and_duplicates) {
  * handle current, but the context answers nothing (not even
  * cuCtxGetDevice) until it is retained again. */
 static int faulted, alive = 1, unavailable, retain_calls;
+/* What any call in the context answers. */
+static CUresult dead_state(void) {
+  if (!alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  return faulted ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+}
 static CUresult dead_get_device(CUdevice *d, CUcontext c) {
   (void)c;
-  if (!alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-  if (faulted) return CUDA_ERROR_ILLEGAL_ADDRESS;
-  *d = 0;
-  return CUDA_SUCCESS;
+  CUresult r = dead_state();
+  if (r == CUDA_SUCCESS) *d = 0;
+  return r;
 }
 static CUresult dead_reset(CUdevice d) {
   (void)d;
@@ -212,10 +216,9 @@ static CUresult dead_retain(CUcontext *c, CUdevice d) {
 }
 static CUresult dead_alloc(CUdeviceptr *p, size_t n) {
   (void)n;
-  if (!alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-  if (faulted) return CUDA_ERROR_ILLEGAL_ADDRESS;
-  *p = 0x100000;
-  return CUDA_SUCCESS;
+  CUresult r = dead_state();
+  if (r == CUDA_SUCCESS) *p = 0x100000;
+  return r;
 }
 static CUresult dead_free(CUdeviceptr p) {
   (void)p;
