@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "cudaev.h"
 
@@ -111,9 +114,27 @@ static int WINDOWS = 7;
 static CUstream ss[2 * NSTREAMS];
 static long count, held;
 
+/* CPU_LOOP_COST_TRACE=FILE: each window's completions, one line each
+ * (pending, window, order, stream, TSC ticks since the one before), as
+ * bench-loop-throughput's BENCH_LOOP_TRACE. */
+static FILE *trace;
+static uint64_t trace_tsc[MEASURED + 1];
+static uint16_t trace_stream[MEASURED];
+static inline uint64_t ticks(void) {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return now_ns();
+#endif
+}
+
 static void count_cb(cudaev_future_t *f, cudaError_t s, void *u) {
-  (void)f, (void)u;
+  (void)f;
   if (s != cudaSuccess) abort();
+  if (trace != NULL && count < MEASURED) {
+    trace_tsc[count + 1] = ticks();
+    trace_stream[count] = (uint16_t)(uintptr_t)u;
+  }
   count++;
 }
 static void held_cb(cudaev_future_t *f, cudaError_t s, void *u) {
@@ -134,7 +155,7 @@ static double cost(long n, cudaev_future_t **promises) {
     for (int k = 0; k < MEASURED / NSTREAMS; k++)
       for (int i = 0; i < NSTREAMS; i++) {
         cudaev_stream_future(loop, (cudaStream_t)ss[i], &f);
-        cudaev_future_then(f, count_cb, NULL);
+        cudaev_future_then(f, count_cb, (void *)(uintptr_t)i);
         cudaev_future_release(f);
       }
     for (int k = 0; k < per_h; k++)
@@ -151,8 +172,13 @@ static double cost(long n, cudaev_future_t **promises) {
       cudaev_loop_process(loop);
     for (int i = 0; i < NSTREAMS; i++) pass(ss[i]);
     uint64_t t0 = now_ns();
+    trace_tsc[0] = ticks();
     while (count < MEASURED) cudaev_loop_process(loop);
     best[w] = (double)(now_ns() - t0) / 1e3 / MEASURED;
+    if (trace != NULL)
+      for (int c = 1; c <= MEASURED; c++)
+        fprintf(trace, "%ld %d %d %u %llu\n", n, w, c - 1, trace_stream[c - 1],
+                (unsigned long long)(trace_tsc[c] - trace_tsc[c - 1]));
     for (int i = NSTREAMS; i < 2 * NSTREAMS; i++) pass(ss[i]);
     for (long k = 0; k < nprom; k++) {
       cudaev_promise_set(promises[k], cudaSuccess);
@@ -180,6 +206,11 @@ int main(void) {
   }
   const char *nw = getenv("CPU_LOOP_COST_WINDOWS"); /* for profiling: more windows */
   if (nw != NULL && atoi(nw) >= 2 && atoi(nw) <= WINDOWS_MAX) WINDOWS = atoi(nw);
+  const char *tp = getenv("CPU_LOOP_COST_TRACE");
+  if (tp != NULL && (trace = fopen(tp, "w")) == NULL) {
+    perror(tp);
+    return 2;
+  }
   static struct cudaev_driver t;
   fake_driver_loop(&t); /* tests/unit/fake_driver.h */
   t.cuStreamCreate = f_screate;
@@ -204,5 +235,6 @@ int main(void) {
       "(event query %lu / %lu ns)\n",
       c1, c100, c100 / c1, q_passed_ns, q_pending_ns);
   free(promises);
+  if (trace != NULL) fclose(trace);
   return 0;
 }

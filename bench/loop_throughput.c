@@ -72,6 +72,9 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "common.h"
 #include "loop_common.h"
@@ -177,11 +180,29 @@ static int per_queue(int n) { return (n + connections - 1) / connections; }
 static long target;              /* completions expected in this window */
 static uint64_t t_first, t_last; /* loop-thread clock of the first and last one */
 
+/* BENCH_LOOP_TRACE=FILE: the cost windows' completions, one line each
+ * (window, order, stream, TSC ticks since the one before), to see where
+ * the 100k case's extra time goes: spread evenly, at stream starts, or in
+ * a few long stalls. */
+static FILE *trace;
+static inline uint64_t trace_ticks(void) {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return bench_now_ns();
+#endif
+}
+static uint64_t trace_tsc[COST_MEASURED + 1];
+static uint16_t trace_stream[COST_MEASURED];
+
 static void count_cb(cudaev_future_t *f, cudaError_t s, void *u) {
   (void)f;
-  (void)u;
   if (s != cudaSuccess) DIE("future failed: %s", cudaev_error_name(s));
   long c = atomic_load_explicit(&count, memory_order_relaxed) + 1;
+  if (trace != NULL && c <= COST_MEASURED) {
+    trace_tsc[c] = trace_ticks();
+    trace_stream[c - 1] = (uint16_t)(uintptr_t)u;
+  }
   if (c == 1) t_first = bench_now_ns();
   if (c == target) t_last = bench_now_ns();
   atomic_store_explicit(&count, c, memory_order_release); /* only the loop thread writes */
@@ -419,7 +440,7 @@ static void cost(const char *metric, long n, cudaev_future_t **promises) {
       for (int i = 0; i < NSTREAMS; i++) {
         cudaev_future_t *f;
         LC_RT(cudaev_stream_future(loop, (cudaStream_t)ss[i], &f));
-        LC_RT(cudaev_future_then(f, count_cb, NULL));
+        LC_RT(cudaev_future_then(f, count_cb, (void *)(uintptr_t)i));
         cudaev_future_release(f);
       }
     /* The loop takes the measured ones in (and may put a marker of its
@@ -451,9 +472,14 @@ static void cost(const char *metric, long n, cudaev_future_t **promises) {
     int valid = !gates_gave_up() && atomic_load(&count) == 0;
     watch(10, "%s window %d: completing %d futures, %ld pending", metric, w, COST_MEASURED, total);
     uint64_t t0 = bench_now_ns();
+    trace_tsc[0] = trace_ticks();
     while (atomic_load_explicit(&count, memory_order_relaxed) < COST_MEASURED)
       cudaev_loop_process(loop);
     double us = bench_us(t0, bench_now_ns()) / (double)COST_MEASURED;
+    if (trace != NULL)
+      for (int c = 1; c <= COST_MEASURED; c++)
+        fprintf(trace, "%s %d %d %u %llu\n", metric, w, c - 1, trace_stream[c - 1],
+                (unsigned long long)(trace_tsc[c] - trace_tsc[c - 1]));
     valid = valid && !gates_gave_up();
     watch(10, "%s window %d: completing the %ld held futures", metric, w, total - COST_MEASURED);
     gates_open(r2);
@@ -483,6 +509,9 @@ int main(int argc, char **argv) {
   prog_t0 = bench_now_ns();
   /* Before the context exists: the driver reads it at context creation. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  const char *trace_path = getenv("BENCH_LOOP_TRACE");
+  if (trace_path != NULL && (trace = fopen(trace_path, "w")) == NULL)
+    DIE("BENCH_LOOP_TRACE: cannot write %s", trace_path);
   connections = atoi(getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
   if (connections < 1) connections = 8;
   if (connections > 32) connections = 32;
@@ -591,6 +620,7 @@ int main(int argc, char **argv) {
   LC_CU(d_cuMemFreeHost((void *)host_words));
   cudaev_loop_destroy(boot);
   progress("done");
+  if (trace != NULL) fclose(trace);
   fflush(stdout);
   return 0;
 }
