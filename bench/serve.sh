@@ -12,6 +12,9 @@
 #   async        examples/inference_server on our runtime (its RPATH)
 #   twin-nvidia  examples/inference_server_blocking on NVIDIA's libcudart
 #   twin-ours    the same twin binary on ours (LD_LIBRARY_PATH picks)
+#   floor        bench-http-floor, not in the default: one thread that answers
+#                a fixed 200 without parsing or model, the most any one-thread
+#                server can do on this host (bench/http_floor.c)
 # Environment (all optional):
 #   SERVE_BUILD_DIR      build directory (default <repo>/.gpu/build if present, else <repo>/build)
 #   SERVE_CONNECTIONS    connection counts (default "16 256 4096")
@@ -51,6 +54,7 @@ servers=${SERVE_SERVERS:-async twin-nvidia twin-ours}
 nvidia_lib=${CUDAEV_NVIDIA_CUDART:-/usr/local/cuda/lib64/libcudart.so.13}
 async_bin=$build/examples/inference_server/inference_server
 twin_bin=$build/examples/inference_server_blocking/inference_server_blocking
+floor_bin=$build/bench/bench-http-floor
 die() { echo "bench/serve.sh: $*" >&2; exit 2; }
 wrk=${WRK:-$(command -v wrk || true)}
 [ -z "$wrk" ] && [ -x "$repo/.device/wrk/wrk" ] && wrk=$repo/.device/wrk/wrk
@@ -86,6 +90,7 @@ start_server() { # kind -> sets pid, port
     async) bin=$async_bin env_path=${LD_LIBRARY_PATH:-} ;;
     twin-nvidia) bin=$twin_bin env_path=$(dirname "$nvidia_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;;
     twin-ours) bin=$twin_bin env_path=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;;
+    floor) bin=$floor_bin env_path=${LD_LIBRARY_PATH:-} ;;
     *) die "unknown server $kind" ;;
   esac
   rm -f "$work/port"

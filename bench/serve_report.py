@@ -82,7 +82,7 @@ def main():
     md = ["# Inference service load test (bench/serve.sh)", ""]
     if a.header and os.path.exists(a.header):
         md += ["- " + l.rstrip() for l in open(a.header)
-               if l.startswith(("serve:", "date:", "device:", "async:", "twin-"))]
+               if l.startswith(("serve:", "date:", "device:", "async:", "twin-", "floor:"))]
         md.append("")
     md.append("| " + " | ".join(h for _, h in COLUMNS) + " |")
     md.append("|" + "---|" * len(COLUMNS))
