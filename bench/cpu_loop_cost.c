@@ -19,11 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
 #include "cudaev.h"
+#include "ticks.h"
 
 static uint64_t now_ns(void) {
   struct timespec t;
@@ -120,19 +118,12 @@ static long count, held;
 static FILE *trace;
 static uint64_t trace_tsc[MEASURED + 1];
 static uint16_t trace_stream[MEASURED];
-static inline uint64_t ticks(void) {
-#if defined(__x86_64__)
-  return __rdtsc();
-#else
-  return now_ns();
-#endif
-}
 
 static void count_cb(cudaev_future_t *f, cudaError_t s, void *u) {
   (void)f;
   if (s != cudaSuccess) abort();
   if (trace != NULL && count < MEASURED) {
-    trace_tsc[count + 1] = ticks();
+    trace_tsc[count + 1] = bench_ticks();
     trace_stream[count] = (uint16_t)(uintptr_t)u;
   }
   count++;
@@ -172,7 +163,7 @@ static double cost(long n, cudaev_future_t **promises) {
       cudaev_loop_process(loop);
     for (int i = 0; i < NSTREAMS; i++) pass(ss[i]);
     uint64_t t0 = now_ns();
-    trace_tsc[0] = ticks();
+    trace_tsc[0] = bench_ticks();
     while (count < MEASURED) cudaev_loop_process(loop);
     best[w] = (double)(now_ns() - t0) / 1e3 / MEASURED;
     if (trace != NULL)

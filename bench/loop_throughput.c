@@ -72,12 +72,10 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
 #include "common.h"
 #include "loop_common.h"
+#include "ticks.h"
 
 enum {
   NSTREAMS = 64,        /* the rates' streams, and the measured ones of the cost runs */
@@ -185,13 +183,6 @@ static uint64_t t_first, t_last; /* loop-thread clock of the first and last one 
  * the 100k case's extra time goes: spread evenly, at stream starts, or in
  * a few long stalls. */
 static FILE *trace;
-static inline uint64_t trace_ticks(void) {
-#if defined(__x86_64__)
-  return __rdtsc();
-#else
-  return bench_now_ns();
-#endif
-}
 static uint64_t trace_tsc[COST_MEASURED + 1];
 static uint16_t trace_stream[COST_MEASURED];
 
@@ -200,7 +191,7 @@ static void count_cb(cudaev_future_t *f, cudaError_t s, void *u) {
   if (s != cudaSuccess) DIE("future failed: %s", cudaev_error_name(s));
   long c = atomic_load_explicit(&count, memory_order_relaxed) + 1;
   if (trace != NULL && c <= COST_MEASURED) {
-    trace_tsc[c] = trace_ticks();
+    trace_tsc[c] = bench_ticks();
     trace_stream[c - 1] = (uint16_t)(uintptr_t)u;
   }
   if (c == 1) t_first = bench_now_ns();
@@ -472,7 +463,7 @@ static void cost(const char *metric, long n, cudaev_future_t **promises) {
     int valid = !gates_gave_up() && atomic_load(&count) == 0;
     watch(10, "%s window %d: completing %d futures, %ld pending", metric, w, COST_MEASURED, total);
     uint64_t t0 = bench_now_ns();
-    trace_tsc[0] = trace_ticks();
+    trace_tsc[0] = bench_ticks();
     while (atomic_load_explicit(&count, memory_order_relaxed) < COST_MEASURED)
       cudaev_loop_process(loop);
     double us = bench_us(t0, bench_now_ns()) / (double)COST_MEASURED;
