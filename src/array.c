@@ -235,10 +235,14 @@ cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent
 
 /* CUDA_ARRAY3D_VIDEO_ENCODE_DECODE has no cudaArray* name, but NVIDIA's
  * runtime passes it to the driver in all three allocations (cudaSuccess,
- * measured on an H100). */
+ * measured on an H100). Nor has bit 31, which NVIDIA's runtime also takes
+ * in all three and the driver keeps: cudaArrayGetInfo reports it back
+ * (measured on an H200; 0x80000002 succeeds too, 0x80000001 fails as 0x1
+ * does, and 0x40000000 fails). */
+#define ARRAY_FLAG_BIT31 0x80000000u
 #define ARRAY_2D_FLAGS                                                    \
   (cudaArraySurfaceLoadStore | cudaArrayTextureGather | cudaArraySparse | \
-   cudaArrayDeferredMapping | CUDA_ARRAY3D_VIDEO_ENCODE_DECODE)
+   cudaArrayDeferredMapping | CUDA_ARRAY3D_VIDEO_ENCODE_DECODE | ARRAY_FLAG_BIT31)
 #define ARRAY_3D_FLAGS (ARRAY_2D_FLAGS | cudaArrayLayered | cudaArrayCubemap)
 
 /* The runtime's cudaArray* flags have the driver's CUDA_ARRAY3D_* values

@@ -11,6 +11,7 @@
 
 #include "array.h"
 #include "handle.h"
+#include "memory.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -306,7 +307,20 @@ static cudaError_t memcpy_array_to_array(cudaArray_t dst, size_t wOffsetDst, siz
   if (e != cudaSuccess || done) return e;
   struct side2d d = {(CUarray)dst, NULL, 0, wOffsetDst, hOffsetDst};
   struct side2d sr = {(CUarray)src, NULL, 0, wOffsetSrc, hOffsetSrc};
-  return copy_linear(d, sr, count, kind, h, NULL);
+  e = copy_linear(d, sr, count, kind, h, NULL);
+  if (e != cudaErrorInvalidValue) return e;
+  /* NVIDIA's runtime stages this copy through count bytes of device memory
+   * that it allocates before it looks at the arrays' extents, so a count
+   * the device cannot hold is cudaErrorMemoryAllocation, not the
+   * cudaErrorInvalidValue of a count past the arrays (measured on an H200
+   * with 149 GB free: 70 GB and more, up to SIZE_MAX, against 68 GB and
+   * less; cudaMalloc of 74 GB failed there too). Counts above the free
+   * memory are mirrored; the band between the driver's largest single
+   * allocation and the free memory is not. */
+  size_t free_mem = 0, total_mem = 0;
+  cudaError_t m = cudaev__mem_info(&free_mem, &total_mem);
+  if (m != cudaSuccess) return m;
+  return count > free_mem ? cudaErrorMemoryAllocation : e;
 }
 
 /* ---- 3D ------------------------------------------------------------------- */

@@ -128,9 +128,13 @@ cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
   return cudaev__ret_cu(cudaev__drv.cuMemAllocManaged((CUdeviceptr *)devPtr, size, flags));
 }
 
+cudaError_t cudaev__mem_info(size_t *free, size_t *total) {
+  return cudaev__error_from_cu(cudaev__drv.cuMemGetInfo(free, total));
+}
+
 cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuMemGetInfo(free, total));
+  return cudaev__ret(cudaev__mem_info(free, total));
 }
 
 /* ---- copies and memsets --------------------------------------------------- */

@@ -33,4 +33,8 @@ static inline int cudaev__ordinal_of(int cudev) {
   return cudev;
 }
 
+/* The current device's free and total memory (cuMemGetInfo), the driver's
+ * answer as a cudart code. A context is current (callers checked). */
+cudaError_t cudaev__mem_info(size_t *free, size_t *total);
+
 #endif

@@ -107,6 +107,13 @@ static CUresult f_texgetdesc(CUDA_TEXTURE_DESC *d, CUtexObject t) {
   return CUDA_SUCCESS;
 }
 
+static size_t free_bytes = (size_t)1 << 30;
+static CUresult f_meminfo(size_t *free, size_t *total) {
+  *free = free_bytes;
+  *total = 2 * free_bytes;
+  return CUDA_SUCCESS;
+}
+
 static void setup(void) {
   struct cudaev_driver t;
   memset(&t, 0, sizeof t);
@@ -121,6 +128,7 @@ static void setup(void) {
   t.cuArray3DCreate = f_a3create;
   t.cuMemcpy2DUnaligned = f_copy2d;
   t.cuMemcpy3D = f_copy3d;
+  t.cuMemGetInfo = f_meminfo;
   t.cuTexObjectCreate = f_texcreate;
   t.cuTexObjectGetTextureDesc = f_texgetdesc;
   cudaev__driver_install(&t, 13000);
@@ -326,6 +334,16 @@ Test(array, malloc_array_passes_format_and_flags) {
   cr_expect_eq(created.Depth, 0);
   cr_expect_eq(created.Flags, CUDA_ARRAY3D_SURFACE_LDST);
   cr_expect_eq(cudaMallocArray(&a, &d, 1, 1, cudaArrayLayered), cudaErrorInvalidValue);
+  /* Bit 31, undocumented, goes to the driver as NVIDIA's runtime passes it;
+   * other unknown bits are refused. */
+  cr_assert_eq(cudaMallocArray(&a, &d, 33, 7, 0x80000000u | cudaArraySurfaceLoadStore),
+               cudaSuccess);
+  cr_expect_eq(created.Flags, 0x80000000u | CUDA_ARRAY3D_SURFACE_LDST);
+  cr_expect_eq(cudaMalloc3DArray(&a, &d, make_cudaExtent(4, 4, 4), 0x80000000u), cudaSuccess);
+  cr_expect_eq(created.Flags, 0x80000000u);
+  cr_expect_eq(cudaMallocArray(&a, &d, 1, 1, 0x40000000u), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMallocArray(&a, &d, 1, 1, 0x80000000u | cudaArrayLayered),
+               cudaErrorInvalidValue);
   d.y = 8;
   cr_expect_eq(cudaMallocArray(&a, &d, 1, 1, 0), cudaErrorInvalidChannelDescriptor);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidChannelDescriptor);
@@ -464,6 +482,22 @@ Test(array, array_copies_kinds_and_handles) {
   cr_expect_eq(
       cudaMemcpyArrayToArray(NULL, 0, 0, (cudaArray_t)A1, 0, 0, 4, cudaMemcpyDeviceToDevice),
       cudaErrorInvalidResourceHandle);
+  /* A copy that does not fit the arrays (x past A1's 160-byte rows) is an
+   * invalid value, unless NVIDIA's staging buffer of count bytes cannot be
+   * had: more than the device's free memory. */
+  cr_expect_eq(cudaMemcpyArrayToArray((cudaArray_t)A1, 200, 0, (cudaArray_t)A1, 0, 0, 4,
+                                      cudaMemcpyDeviceToDevice),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaMemcpyArrayToArray((cudaArray_t)A1, 200, 0, (cudaArray_t)A1, 0, 0, free_bytes,
+                                      cudaMemcpyDeviceToDevice),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaMemcpyArrayToArray((cudaArray_t)A1, 200, 0, (cudaArray_t)A1, 0, 0,
+                                      free_bytes + 1, cudaMemcpyDeviceToDevice),
+               cudaErrorMemoryAllocation);
+  cr_expect_eq(cudaMemcpyArrayToArray((cudaArray_t)A1, 200, 0, (cudaArray_t)A1, 0, 0, SIZE_MAX,
+                                      cudaMemcpyDefault),
+               cudaErrorMemoryAllocation);
+  cr_expect_eq(cudaGetLastError(), cudaErrorMemoryAllocation);
   cr_expect_eq(cudaMemcpy2DToArray(NULL, 0, 0, host, 16, 16, 2, cudaMemcpyHostToDevice),
                cudaErrorInvalidResourceHandle);
   cr_expect_eq(cudaMemcpy2DFromArray(host, 16, NULL, 0, 0, 16, 2, cudaMemcpyDeviceToHost),

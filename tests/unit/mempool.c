@@ -212,6 +212,12 @@ Test(mempool, null_pointers_refused) {
   cr_expect_eq(cudaMemPoolGetAccess(NULL, pool, &l), cudaErrorInvalidValue);
   cr_expect_eq(cudaMemPoolGetAccess(&f, pool, NULL), cudaErrorInvalidValue);
   cr_expect_eq(cudaMemPoolSetAccess(pool, NULL, 1), cudaErrorInvalidValue);
+  /* A list no address space could hold: NVIDIA's copy of it fails. */
+  struct cudaMemAccessDesc one = {{cudaMemLocationTypeDevice, 0}, cudaMemAccessFlagsProtReadWrite};
+  cr_expect_eq(cudaMemPoolSetAccess(pool, &one, SIZE_MAX), cudaErrorMemoryAllocation);
+  cr_expect_eq(cudaMemPoolSetAccess(pool, &one, (size_t)1 << 62), cudaErrorMemoryAllocation);
+  cr_expect_eq(cudaMemPoolSetAccess(pool, &one, (size_t)1 << 50), cudaErrorMemoryAllocation);
+  cr_expect_eq(cudaGetLastError(), cudaErrorMemoryAllocation);
   cr_expect_eq(got.calls, 0);
   void *p;
   cr_expect_eq(cudaMallocFromPoolAsync(NULL, 16, pool, 0), cudaErrorInvalidValue);
