@@ -414,10 +414,15 @@ cudaError_t cudaMemAdvise(const void *devPtr, size_t count, enum cudaMemoryAdvis
                                                 cudaev__mem_location(location)));
 }
 
+/* The two range queries use the calling thread's current context and make
+ * none current, as NVIDIA's do: on a thread where no call has made one
+ * current yet (cudaSetDevice does; cudaGetDevice does not) they answer
+ * cudaErrorDeviceUninitialized, also for a good managed pointer that
+ * another thread allocated (measured on an H200). */
 cudaError_t cudaMemRangeGetAttribute(void *data, size_t dataSize,
                                      enum cudaMemRangeAttribute attribute, const void *devPtr,
                                      size_t count) {
-  CUDAEV_CTX_OR_RETURN();
+  CUDAEV_INIT_OR_RETURN();
   return cudaev__ret_cu(cudaev__drv.cuMemRangeGetAttribute(
       data, dataSize, (CUmem_range_attribute)attribute, (CUdeviceptr)devPtr, count));
 }
@@ -427,7 +432,7 @@ cudaError_t cudaMemRangeGetAttribute(void *data, size_t dataSize,
 cudaError_t cudaMemRangeGetAttributes(void **data, size_t *dataSizes,
                                       enum cudaMemRangeAttribute *attributes, size_t numAttributes,
                                       const void *devPtr, size_t count) {
-  CUDAEV_CTX_OR_RETURN();
+  CUDAEV_INIT_OR_RETURN();
   return cudaev__ret_cu(
       cudaev__drv.cuMemRangeGetAttributes(data, dataSizes, (CUmem_range_attribute *)attributes,
                                           numAttributes, (CUdeviceptr)devPtr, count));

@@ -461,7 +461,10 @@ cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode
   return cudaev__ret_cu(cudaev__drv.cuThreadExchangeStreamCaptureMode((CUstreamCaptureMode *)mode));
 }
 
+/* The calling thread's current context, none made current: NVIDIA's
+ * answers cudaErrorDeviceUninitialized on a thread with none yet (measured
+ * on an H200, also in a process where another thread has one). */
 cudaError_t cudaCtxResetPersistingL2Cache(void) {
-  CUDAEV_CTX_OR_RETURN();
+  CUDAEV_INIT_OR_RETURN();
   return cudaev__ret_cu(cudaev__drv.cuCtxResetPersistingL2Cache());
 }

@@ -493,3 +493,43 @@ Test(memory, memset2d_rows_past_the_address_space) {
   cr_expect_eq(cudaMemset2D(d, SIZE_MAX, 0, 16, (size_t)1 << 62), cudaErrorInvalidValue);
   cr_expect_eq(memsets_2d, 2);
 }
+
+/* The range queries and the persisting-L2 reset use the calling thread's
+ * context and make none current, as NVIDIA's do: on a thread with none the
+ * driver answers, cudaErrorDeviceUninitialized (NVIDIA's code there, also
+ * for a good pointer; measured on an H200). */
+static CUresult f_range(void *data, size_t n, CUmem_range_attribute a, CUdeviceptr d, size_t c) {
+  (void)data, (void)n, (void)a, (void)d, (void)c;
+  return fake_current == NULL ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+static CUresult f_ranges(void **data, size_t *n, CUmem_range_attribute *a, size_t na, CUdeviceptr d,
+                         size_t c) {
+  (void)data, (void)n, (void)a, (void)na, (void)d, (void)c;
+  return fake_current == NULL ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+static CUresult f_l2(void) {
+  return fake_current == NULL ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+
+Test(memory, range_queries_and_l2_reset_make_no_context_current) {
+  cudaev__drv.cuMemRangeGetAttribute = f_range;
+  cudaev__drv.cuMemRangeGetAttributes = f_ranges;
+  cudaev__drv.cuCtxResetPersistingL2Cache = f_l2;
+  int v, *pv = &v;
+  size_t sz = sizeof v;
+  enum cudaMemRangeAttribute at = cudaMemRangeAttributeReadMostly;
+  int dev = -1;
+  cr_expect_eq(cudaGetDevice(&dev), cudaSuccess); /* makes none current either */
+  cr_expect_eq(cudaMemRangeGetAttribute(&v, sizeof v, at, (void *)0x7000000, 64),
+               cudaErrorDeviceUninitialized);
+  cr_expect_eq(cudaMemRangeGetAttributes((void **)&pv, &sz, &at, 1, (void *)0x7000000, 64),
+               cudaErrorDeviceUninitialized);
+  cr_expect_eq(cudaCtxResetPersistingL2Cache(), cudaErrorDeviceUninitialized);
+  cr_expect_eq(cudaGetLastError(), cudaErrorDeviceUninitialized);
+  cr_expect_null(fake_current);
+  cr_assert_eq(cudaSetDevice(0), cudaSuccess); /* makes device 0's current */
+  cr_expect_eq(cudaMemRangeGetAttribute(&v, sizeof v, at, (void *)0x7000000, 64), cudaSuccess);
+  cr_expect_eq(cudaMemRangeGetAttributes((void **)&pv, &sz, &at, 1, (void *)0x7000000, 64),
+               cudaSuccess);
+  cr_expect_eq(cudaCtxResetPersistingL2Cache(), cudaSuccess);
+}
