@@ -18,9 +18,10 @@
 cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices,
                              unsigned int cudaDeviceCount, enum cudaGLDeviceList deviceList) {
   CUDAEV_INIT_OR_RETURN();
-  if (pCudaDeviceCount == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* NVIDIA's runtime checks the list before asking the driver (measured:
-   * cudaErrorInvalidValue for 9 with no GL context, on an H200). */
+   * cudaErrorInvalidValue for 9 with no GL context, on an H200), and the
+   * count pointer after it: a NULL count without a GL context is the
+   * driver's cudaErrorInvalidGraphicsContext (measured on an H100). */
   if (deviceList != cudaGLDeviceListAll && deviceList != cudaGLDeviceListCurrentFrame &&
       deviceList != cudaGLDeviceListNextFrame)
     return cudaev__ret(cudaErrorInvalidValue);
@@ -31,6 +32,7 @@ cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices,
   unsigned n = 0;
   CUresult r = cudaev__drv.cuGLGetDevices(&n, found, 64, (CUGLDeviceList)deviceList);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  if (pCudaDeviceCount == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* The driver writes CUdevice handles; the runtime's callers want
    * ordinals, which differ from the handles when they ever do. */
   for (unsigned i = 0; pCudaDevices != NULL && i < n && i < cudaDeviceCount; i++) {

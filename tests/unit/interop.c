@@ -457,6 +457,11 @@ Test(interop, gl_get_devices_maps_handles_to_ordinals) {
   got.result = CUDA_ERROR_INVALID_GRAPHICS_CONTEXT;
   cr_expect_eq(cudaGLGetDevices(&n, devs, 4, cudaGLDeviceListAll),
                cudaev__error_from_cu(CUDA_ERROR_INVALID_GRAPHICS_CONTEXT));
+  /* The driver judges the GL context before the runtime looks at the
+   * count pointer, as NVIDIA's does; a bad list comes before both. */
+  cr_expect_eq(cudaGLGetDevices(NULL, devs, 4, cudaGLDeviceListAll),
+               cudaErrorInvalidGraphicsContext);
+  cr_expect_eq(cudaGLGetDevices(NULL, devs, 4, (enum cudaGLDeviceList)9), cudaErrorInvalidValue);
 }
 
 Test(interop, gl_buffer_objects) {
