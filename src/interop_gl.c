@@ -15,6 +15,13 @@
 #include <cuda_gl_interop.h>
 #pragma GCC visibility pop
 
+/* The driver's devices of the current GL context: CUDA_ERROR_INVALID_GRAPHICS_CONTEXT
+ * when no GL context is current. One call site for cudaGLGetDevices and
+ * the context check of cudaGLUnregisterBufferObject. */
+static CUresult gl_devices(unsigned *n, CUdevice *found, unsigned cap, CUGLDeviceList list) {
+  return cudaev__drv.cuGLGetDevices(n, found, cap, list);
+}
+
 cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices,
                              unsigned int cudaDeviceCount, enum cudaGLDeviceList deviceList) {
   CUDAEV_INIT_OR_RETURN();
@@ -30,7 +37,7 @@ cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices,
    * is the number written), so the driver is asked with room for all. */
   CUdevice found[64];
   unsigned n = 0;
-  CUresult r = cudaev__drv.cuGLGetDevices(&n, found, 64, (CUGLDeviceList)deviceList);
+  CUresult r = gl_devices(&n, found, 64, (CUGLDeviceList)deviceList);
   if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
   if (pCudaDeviceCount == NULL) return cudaev__ret(cudaErrorInvalidValue);
   /* The driver writes CUdevice handles; the runtime's callers want
@@ -80,7 +87,18 @@ cudaError_t cudaGLRegisterBufferObject(GLuint bufObj) {
 
 cudaError_t cudaGLUnregisterBufferObject(GLuint bufObj) {
   CUDAEV_CTX_OR_RETURN();
-  return cudaev__ret_cu(cudaev__drv.cuGLUnregisterBufferObject(bufObj));
+  CUresult r = cudaev__drv.cuGLUnregisterBufferObject(bufObj);
+  /* Without a current GL context the driver answers an invalid value where
+   * NVIDIA's runtime answers cudaErrorInvalidGraphicsContext (measured on
+   * an H100; with a context both answer cudaErrorInvalidValue for a buffer
+   * that is not registered): the GL device query tells the two apart. */
+  if (r == CUDA_ERROR_INVALID_VALUE) {
+    CUdevice found[64];
+    unsigned n = 0;
+    if (gl_devices(&n, found, 64, CU_GL_DEVICE_LIST_ALL) == CUDA_ERROR_INVALID_GRAPHICS_CONTEXT)
+      return cudaev__ret(cudaErrorInvalidGraphicsContext);
+  }
+  return cudaev__ret_cu(r);
 }
 
 cudaError_t cudaGLSetBufferObjectMapFlags(GLuint bufObj, unsigned int flags) {

@@ -464,6 +464,32 @@ Test(interop, gl_get_devices_maps_handles_to_ordinals) {
   cr_expect_eq(cudaGLGetDevices(NULL, devs, 4, (enum cudaGLDeviceList)9), cudaErrorInvalidValue);
 }
 
+/* cudaGLUnregisterBufferObject: the driver's invalid value is NVIDIA's
+ * cudaErrorInvalidGraphicsContext when no GL context is current (the GL
+ * device query says so), and stays an invalid value with one. */
+static CUresult f_gl_unreg_invalid(GLuint obj) {
+  got.obj = obj;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_gl_no_context(unsigned *n, CUdevice *devs, unsigned cap, CUGLDeviceList list) {
+  (void)devs, (void)cap, (void)list;
+  *n = 0;
+  return CUDA_ERROR_INVALID_GRAPHICS_CONTEXT;
+}
+
+Test(interop, gl_unregister_without_gl_context) {
+  cudaev__drv.cuGLUnregisterBufferObject = f_gl_unreg_invalid;
+  cudaev__drv.cuGLGetDevices = f_gl_no_context;
+  cr_expect_eq(cudaGLUnregisterBufferObject(5), cudaErrorInvalidGraphicsContext);
+  cr_expect_eq(got.obj, 5);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidGraphicsContext);
+  cudaev__drv.cuGLGetDevices = f_gl_devices; /* a GL context: got.result is success */
+  got.ndevs = 1;
+  got.devs[0] = 100;
+  cr_expect_eq(cudaGLUnregisterBufferObject(5), cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+}
+
 Test(interop, gl_buffer_objects) {
   void *p = NULL;
   cr_expect_eq(cudaGLMapBufferObject(&p, 7), cudaSuccess);
