@@ -82,9 +82,13 @@ for t in tests:
         for line in out.splitlines()[:40]:
             print("      | " + line)
 print(f"suites {' '.join(suites)} in {time.time() - t0:.0f}s; logs in {logs}")
-# One archive too, for transports that bring back few files.
-subprocess.run(["tar", "czf", os.path.join(logs, "logs.tar.gz"), "-C", logs, "--exclude", "logs.tar.gz", "."],
-               check=False)
+# One archive too, for transports that bring back few files. It is written
+# beside the folder and then moved in: written inside, it changes the folder
+# tar is reading (tar warns "file changed as we read it").
+tmp = logs.rstrip("/") + ".tar.gz.tmp"
+subprocess.run(["tar", "czf", tmp, "-C", logs, "--exclude", "logs.tar.gz", "."], check=False)
+if os.path.exists(tmp):
+    os.replace(tmp, os.path.join(logs, "logs.tar.gz"))
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 sys.exit(1 if failed else 0)
 PY
