@@ -160,6 +160,16 @@ cudaError_t cudaDestroyExternalSemaphore(cudaExternalSemaphore_t extSem) {
 
 /* ---- graphics resources (registered through an API-specific call) ------ */
 
+cudaError_t cudaev__interop_device_fresh(int device) {
+  if (!cudaev__device_valid(device)) return cudaErrorInvalidDevice;
+  unsigned flags = 0;
+  int active = 0;
+  CUresult r =
+      cudaev__drv.cuDevicePrimaryCtxGetState(cudaev__rt.devices[device].dev, &flags, &active);
+  if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
+  return active ? cudaErrorSetOnActiveProcess : cudaSuccess;
+}
+
 cudaError_t cudaev__gfx_registered(CUresult r, cudaGraphicsResource_t *resource) {
   if (r == CUDA_SUCCESS) cudaev__handle_revive(*resource);
   return cudaev__ret_cu(r);

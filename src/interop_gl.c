@@ -78,7 +78,21 @@ cudaError_t cudaGraphicsGLRegisterImage(struct cudaGraphicsResource **resource, 
 /* NVIDIA documents this as no longer needed: the device just becomes the
  * calling thread's current device, with its primary context, and the
  * errors are cudaSetDevice's (cudaErrorInvalidDevice...). */
-cudaError_t cudaGLSetGLDevice(int device) { return cudaSetDevice(device); }
+/* NVIDIA documents the same rule as cudaVDPAUSetVDPAUDevice's: fail with
+ * cudaErrorSetOnActiveProcess once the device's primary context is
+ * initialised (measured on an H100 with a GL context current: cudaSuccess
+ * before cudaFree(0), cudaErrorSetOnActiveProcess after). With no GL
+ * context current, the first call is cudaErrorDevicesUnavailable. */
+cudaError_t cudaGLSetGLDevice(int device) {
+  CUDAEV_INIT_OR_RETURN();
+  cudaError_t e = cudaev__interop_device_fresh(device);
+  if (e != cudaSuccess) return cudaev__ret(e);
+  CUdevice found[64];
+  unsigned n = 0;
+  if (gl_devices(&n, found, 64, CU_GL_DEVICE_LIST_ALL) == CUDA_ERROR_INVALID_GRAPHICS_CONTEXT)
+    return cudaev__ret(cudaErrorDevicesUnavailable);
+  return cudaSetDevice(device);
+}
 
 cudaError_t cudaGLRegisterBufferObject(GLuint bufObj) {
   CUDAEV_CTX_OR_RETURN();

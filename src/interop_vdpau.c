@@ -38,13 +38,8 @@ cudaError_t cudaVDPAUGetDevice(int *device, VdpDevice vdpDevice,
 cudaError_t cudaVDPAUSetVDPAUDevice(int device, VdpDevice vdpDevice,
                                     VdpGetProcAddress *vdpGetProcAddress) {
   CUDAEV_INIT_OR_RETURN();
-  if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
-  unsigned flags = 0;
-  int active = 0;
-  CUresult r =
-      cudaev__drv.cuDevicePrimaryCtxGetState(cudaev__rt.devices[device].dev, &flags, &active);
-  if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
-  if (active) return cudaev__ret(cudaErrorSetOnActiveProcess);
+  cudaError_t e = cudaev__interop_device_fresh(device);
+  if (e != cudaSuccess) return cudaev__ret(e);
   return cudaSetDevice(device);
 }
 

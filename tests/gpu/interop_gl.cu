@@ -147,6 +147,10 @@ static void group_devices(void) {
   printf("no room: count %u, list untouched %d\n", n, devs[0] == -7);
   TC(cudaGLSetGLDevice(-1));
   T(cudaGLSetGLDevice(egl.cuda_device));
+  /* Again once the device's context is surely active: NVIDIA's answer,
+   * success or cudaErrorSetOnActiveProcess, is the transcript's. */
+  T(cudaFree(0));
+  TC(cudaGLSetGLDevice(egl.cuda_device));
 }
 
 static void group_buffer(cudaStream_t s) {

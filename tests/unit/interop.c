@@ -563,13 +563,24 @@ Test(interop, gl_register_image) {
   cr_expect_eq(cudaGraphicsGLRegisterBuffer(NULL, 3, 0), cudaErrorInvalidValue);
 }
 
-Test(interop, gl_set_gl_device_is_set_device) {
+/* As NVIDIA documents and answers: a device whose primary context is
+ * initialised is refused, and with no GL context current the device is
+ * unavailable (the GL device query says so); else it is cudaSetDevice. */
+Test(interop, gl_set_gl_device_refuses_an_active_device) {
   cr_expect_eq(cudaGLSetGLDevice(2), cudaErrorInvalidDevice);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDevice);
+  cudaev__drv.cuGLGetDevices = f_gl_no_context;
+  cr_expect_eq(cudaGLSetGLDevice(1), cudaErrorDevicesUnavailable);
+  cr_expect_eq(cudaGetLastError(), cudaErrorDevicesUnavailable);
+  cr_expect_eq(fake_retains, 0);
+  cudaev__drv.cuGLGetDevices = f_gl_devices; /* a GL context */
   cr_expect_eq(cudaGLSetGLDevice(1), cudaSuccess);
   int d = -1;
   cr_expect_eq(cudaGetDevice(&d), cudaSuccess);
   cr_expect_eq(d, 1);
+  cr_expect_eq(fake_retains, 1);
+  cr_expect_eq(cudaGLSetGLDevice(1), cudaErrorSetOnActiveProcess);
+  cr_expect_eq(cudaGetLastError(), cudaErrorSetOnActiveProcess);
 }
 
 /* ---- VDPAU ---------------------------------------------------------------- */
