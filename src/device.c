@@ -70,16 +70,13 @@ static int valid_len;
 cudaError_t cudaSetValidDevices(int *device_arr, int len) {
   CUDAEV_INIT_OR_RETURN();
   if (len < 0 || (len > 0 && device_arr == NULL)) return cudaev__ret(cudaErrorInvalidValue);
-  /* One pass, each entry checked for validity and then against the ones
-   * before it, so that a long list stops at its first bad entry: NVIDIA's
-   * runtime answers an all-zero list of INT_MAX entries with
-   * cudaErrorInvalidValue (measured; its second entry repeats the first),
-   * and a device listed twice is refused as it does. */
-  for (int i = 0; i < len; i++) {
+  /* A list longer than the devices there are is an invalid value, before
+   * its entries are read; a device listed twice is not (measured: {0, 0}
+   * is cudaErrorInvalidValue on one H100 and cudaSuccess on two H200s, and
+   * an all-zero list of INT_MAX entries is cudaErrorInvalidValue). */
+  if (len > cudaev__rt.device_count) return cudaev__ret(cudaErrorInvalidValue);
+  for (int i = 0; i < len; i++)
     if (!cudaev__device_valid(device_arr[i])) return cudaev__ret(cudaErrorInvalidDevice);
-    for (int j = 0; j < i; j++)
-      if (device_arr[i] == device_arr[j]) return cudaev__ret(cudaErrorInvalidValue);
-  }
   int *copy = NULL;
   if (len > 0) {
     copy = malloc(sizeof *copy * (size_t)len);

@@ -2,6 +2,7 @@
  * the toolkit's stub libcuda, and with a fake driver table. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -175,16 +176,36 @@ Test(device, flags_are_checked_before_the_driver) {
   cr_expect_eq(cudaInitDevice(3, 0, 0), cudaErrorInvalidDevice);
 }
 
-Test(device, set_valid_devices_checks_ordinals_and_duplicates) {
+Test(device, set_valid_devices_checks_ordinals_and_length) {
   fake_driver_base(&fake);
   cudaev__driver_install(&fake, 13000);
   int ok[] = {0}, dup[] = {0, 0}, bad[] = {1};
   cr_expect_eq(cudaSetValidDevices(ok, 1), cudaSuccess);
   cr_expect_eq(cudaSetValidDevices(bad, 1), cudaErrorInvalidDevice);
+  /* Longer than the one device: refused before the entries are read. */
   cr_expect_eq(cudaSetValidDevices(dup, 2), cudaErrorInvalidValue);
+  cr_expect_eq(cudaSetValidDevices(ok, INT_MAX), cudaErrorInvalidValue);
   cr_expect_eq(cudaSetValidDevices(NULL, 1), cudaErrorInvalidValue);
   cr_expect_eq(cudaSetValidDevices(NULL, 0), cudaSuccess);
   cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+}
+
+static CUresult two_devices(int *n) {
+  *n = 2;
+  return CUDA_SUCCESS;
+}
+
+/* With two devices a device listed twice is accepted, as NVIDIA's does on
+ * two H200s; three entries are one too many. */
+Test(device, set_valid_devices_takes_a_repeated_device) {
+  fake_driver_base(&fake);
+  fake.cuDeviceGetCount = two_devices;
+  cudaev__driver_install(&fake, 13000);
+  int dup[] = {0, 0}, both[] = {1, 0}, three[] = {0, 1, 0}, bad[] = {0, 2};
+  cr_expect_eq(cudaSetValidDevices(dup, 2), cudaSuccess);
+  cr_expect_eq(cudaSetValidDevices(both, 2), cudaSuccess);
+  cr_expect_eq(cudaSetValidDevices(three, 3), cudaErrorInvalidValue);
+  cr_expect_eq(cudaSetValidDevices(bad, 2), cudaErrorInvalidDevice);
 }
 
 /* A primary context that faulted and was reset: the driver keeps its
