@@ -146,9 +146,9 @@ cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAcce
    * that cannot be allocated is cudaErrorMemoryAllocation (measured on an
    * H200 host: counts of 2^50 and more; from 2^30 to 2^40, where the
    * allocation succeeded, it read past the caller's list and crashed). A
-   * list larger than the user address space (128 TiB) has no room
+   * list larger than the user address space (handle.h) has no room
    * anywhere; smaller ones go to the driver as they are. */
-  if (count > ((size_t)1 << 47) / sizeof(CUmemAccessDesc))
+  if (count > CUDAEV_HANDLE_END / sizeof(CUmemAccessDesc))
     return cudaev__ret(cudaErrorMemoryAllocation);
   return cudaev__ret_cu(cudaev__drv.cuMemPoolSetAccess((CUmemoryPool)memPool,
                                                        (const CUmemAccessDesc *)descList, count));
