@@ -17,9 +17,17 @@
 
 /* The driver's devices of the current GL context: CUDA_ERROR_INVALID_GRAPHICS_CONTEXT
  * when no GL context is current. One call site for cudaGLGetDevices and
- * the context check of cudaGLUnregisterBufferObject. */
+ * no_gl_context. */
 static CUresult gl_devices(unsigned *n, CUdevice *found, unsigned cap, CUGLDeviceList list) {
   return cudaev__drv.cuGLGetDevices(n, found, cap, list);
+}
+
+/* True when the driver finds no current GL context (other answers, errors
+ * included, leave the caller's own answer in place). */
+static bool no_gl_context(void) {
+  CUdevice found[64];
+  unsigned n = 0;
+  return gl_devices(&n, found, 64, CU_GL_DEVICE_LIST_ALL) == CUDA_ERROR_INVALID_GRAPHICS_CONTEXT;
 }
 
 cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices,
@@ -87,10 +95,7 @@ cudaError_t cudaGLSetGLDevice(int device) {
   CUDAEV_INIT_OR_RETURN();
   cudaError_t e = cudaev__interop_device_fresh(device);
   if (e != cudaSuccess) return cudaev__ret(e);
-  CUdevice found[64];
-  unsigned n = 0;
-  if (gl_devices(&n, found, 64, CU_GL_DEVICE_LIST_ALL) == CUDA_ERROR_INVALID_GRAPHICS_CONTEXT)
-    return cudaev__ret(cudaErrorDevicesUnavailable);
+  if (no_gl_context()) return cudaev__ret(cudaErrorDevicesUnavailable);
   return cudaSetDevice(device);
 }
 
@@ -106,12 +111,8 @@ cudaError_t cudaGLUnregisterBufferObject(GLuint bufObj) {
    * NVIDIA's runtime answers cudaErrorInvalidGraphicsContext (measured on
    * an H100; with a context both answer cudaErrorInvalidValue for a buffer
    * that is not registered): the GL device query tells the two apart. */
-  if (r == CUDA_ERROR_INVALID_VALUE) {
-    CUdevice found[64];
-    unsigned n = 0;
-    if (gl_devices(&n, found, 64, CU_GL_DEVICE_LIST_ALL) == CUDA_ERROR_INVALID_GRAPHICS_CONTEXT)
-      return cudaev__ret(cudaErrorInvalidGraphicsContext);
-  }
+  if (r == CUDA_ERROR_INVALID_VALUE && no_gl_context())
+    return cudaev__ret(cudaErrorInvalidGraphicsContext);
   return cudaev__ret_cu(r);
 }
 
