@@ -85,8 +85,9 @@ static void serve(int ep, int fd) {
   for (;;) {
     size_t room = BUF - c->len;
     ssize_t r = recv(fd, c->buf + c->len, room, 0);
-    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) return drop(ep, fd);
-    if (r < 0) return;
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno == EAGAIN) return;
+    if (r <= 0) goto gone;
     c->len += (size_t)r;
     size_t used = 0, o = 0;
     long n;
@@ -94,19 +95,21 @@ static void serve(int ep, int fd) {
       bool m = strncmp(c->buf + used, "GET /metrics", 12) == 0;
       size_t k = m ? metrics_len : answer_len;
       if (o + k > sizeof out) {
-        if (send(fd, out, o, MSG_NOSIGNAL) != (ssize_t)o) return drop(ep, fd);
+        if (send(fd, out, o, MSG_NOSIGNAL) != (ssize_t)o) goto gone;
         o = 0;
       }
       memcpy(out + o, m ? metrics_answer : answer, k);
       o += k;
       used += (size_t)n;
     }
-    if (n < 0) return drop(ep, fd);
+    if (n < 0) goto gone;
     memmove(c->buf, c->buf + used, c->len - used);
     c->len -= used;
-    if (o > 0 && send(fd, out, o, MSG_NOSIGNAL) != (ssize_t)o) return drop(ep, fd);
+    if (o > 0 && send(fd, out, o, MSG_NOSIGNAL) != (ssize_t)o) goto gone;
     if ((size_t)r < room) return; /* a short read: nothing more until the next edge */
   }
+gone: /* closed, failed, or a request that cannot fit */
+  drop(ep, fd);
 }
 
 int main(int argc, char **argv) {
