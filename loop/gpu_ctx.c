@@ -26,6 +26,7 @@ cudaError_t cudaev__gpu_new(CUcontext c, uint32_t idx, struct cudaev__gpu **out)
   atomic_init(&g->tag_gen, 0);
   atomic_init(&g->closing, 0);
   g->ewma_ns = 10000;
+  g->drained_from = UINT32_MAX; /* none */
   g->ctx = c;
   g->idx = idx;
   bool pushed = cudaev__ctx_in(c);

@@ -158,8 +158,15 @@ struct cudaev__gpu {
   struct cudaev__track *idle_head, *idle_tail; /* oldest idle first */
   uint32_t nidle;
   _Atomic size_t ntracks; /* records alive (read by tests off the loop) */
+  /* Streams with work in their FIFO, in the order they became busy (a
+   * pass visits them in this order, fetching ahead by index). A stream a
+   * pass drains stays listed until the outermost pass ends (passing == 0)
+   * and the list is compacted from drained_from (UINT32_MAX: none
+   * drained): a callback may run a pass inside a pass, and the outer one's
+   * record must not go idle (nor be freed) under it. */
   struct cudaev__track **busy;
   uint32_t nbusy, cap_busy;
+  uint32_t passing, drained_from;
   size_t ntracked;
   uint64_t ewma_ns;
   uint64_t last_done; /* ns: the last pass that completed something */
@@ -397,8 +404,14 @@ cudaError_t cudaev__gpu_enqueue_marker(struct cudaev__gpu *g, struct cudaev_futu
 
 /* gpu_stream.c. Loop thread. The source's track. */
 void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f);
-/* Takes busy stream i, drained, off the busy list (the record goes idle). */
-void cudaev__gpu_busy_del(struct cudaev__gpu *g, uint32_t i);
+/* Busy stream i's FIFO is empty: it leaves the busy list at the next
+ * compaction. */
+static inline void cudaev__gpu_busy_drained(struct cudaev__gpu *g, uint32_t i) {
+  if (i < g->drained_from) g->drained_from = i;
+}
+/* Outside any pass (g->passing == 0): takes the drained streams off the
+ * busy list, keeping the others' order, and makes their records idle. */
+void cudaev__gpu_busy_compact(struct cudaev__gpu *g);
 /* Destroy: frees every record. */
 void cudaev__gpu_records_free(struct cudaev__gpu *g);
 

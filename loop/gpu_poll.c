@@ -362,8 +362,10 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop, struct cudaev__gpu *g) {
   bool cold = loop->npend + g->ntracked > COLD_PENDING;
   /* Callbacks run inside finish() may submit more work (appends to FIFOs
    * and to `busy`), so everything is re-read on each step. */
-  for (uint32_t i = 0; i < g->nbusy;) {
+  g->passing++;
+  for (uint32_t i = 0; i < g->nbusy; i++) {
     struct cudaev__track *t = g->busy[i];
+    if (t->rlen == 0) continue; /* drained by a pass inside a callback */
     prefetch_streams(g, i, cold);
     uint32_t popped = 0; /* entries of t finished in this visit */
     while (t->rlen > 0) {
@@ -400,11 +402,9 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop, struct cudaev__gpu *g) {
       t->next_query = 0;
     }
     if (t->rlen > 0 && t->tail_ev) flush_tail(loop, g, t);
-    if (t->rlen == 0 && t->busy_idx == i)
-      cudaev__gpu_busy_del(g, i);
-    else
-      i++;
+    if (t->rlen == 0) cudaev__gpu_busy_drained(g, i);
   }
+  if (--g->passing == 0) cudaev__gpu_busy_compact(g);
   recycle_flush(loop, g, &rc);
   if (any) {
     if (g->last_done != 0 && g->ntracked > 0) {
@@ -420,19 +420,27 @@ bool cudaev__gpu_poll(struct cudaev_loop *loop, struct cudaev__gpu *g) {
 /* Fails everything tracked with `err` (sticky context error or destroy). */
 void cudaev__gpu_fail_all(struct cudaev_loop *loop, struct cudaev__gpu *g, cudaError_t err) {
   struct recycle rc = {.n = 0, .nev = 0};
-  while (g->nbusy > 0) {
-    struct cudaev__track *t = g->busy[g->nbusy - 1];
-    while (t->rlen > 0) {
-      struct cudaev_future *f = ent(t, 0);
-      pop(t);
-      finish(g, f, &rc, err, 0);
-      if (rc.ndone) {
-        atomic_fetch_sub_explicit(&slot_of(g, t->stream)->v, rc.ndone, memory_order_relaxed);
-        rc.ndone = 0;
+  /* Until every FIFO is empty: the continuations run here may submit. */
+  for (bool again = true; again;) {
+    again = false;
+    for (uint32_t i = 0; i < g->nbusy; i++) {
+      struct cudaev__track *t = g->busy[i];
+      while (t->rlen > 0) {
+        struct cudaev_future *f = ent(t, 0);
+        pop(t);
+        finish(g, f, &rc, err, 0);
+        if (rc.ndone) {
+          atomic_fetch_sub_explicit(&slot_of(g, t->stream)->v, rc.ndone, memory_order_relaxed);
+          rc.ndone = 0;
+        }
+        again = true;
       }
+      cudaev__gpu_busy_drained(g, i);
     }
-    if (t->busy_idx != UINT32_MAX) cudaev__gpu_busy_del(g, t->busy_idx);
   }
+  /* Inside a pass (the watchdog run by a callback's nested pass) the
+   * outermost pass compacts. */
+  if (g->passing == 0) cudaev__gpu_busy_compact(g);
   recycle_flush(loop, g, &rc);
 }
 

@@ -194,14 +194,24 @@ void cudaev__gpu_track(struct cudaev_loop *loop, struct cudaev_future *f) {
   if (!f->flush) g->ntracked++;
 }
 
-void cudaev__gpu_busy_del(struct cudaev__gpu *g, uint32_t i) {
-  struct cudaev__track *t = g->busy[i];
-  struct cudaev__track *last = g->busy[--g->nbusy];
-  g->busy[i] = last;
-  last->busy_idx = i;
-  t->busy_idx = UINT32_MAX;
-  /* Idle now. Callers do not touch other records after this. */
-  idle_push(g, t);
+/* In order, so that a pass meets the streams in the order its fetch-ahead
+ * assumed (moving the last one into a drained one's place put a stream
+ * nothing had fetched in its way). */
+void cudaev__gpu_busy_compact(struct cudaev__gpu *g) {
+  uint32_t w = g->drained_from;
+  if (w == UINT32_MAX) return;
+  for (uint32_t r = w; r < g->nbusy; r++) {
+    struct cudaev__track *t = g->busy[r];
+    if (t->rlen == 0) {
+      t->busy_idx = UINT32_MAX;
+      idle_push(g, t);
+      continue;
+    }
+    t->busy_idx = w;
+    g->busy[w++] = t;
+  }
+  g->nbusy = w;
+  g->drained_from = UINT32_MAX;
   idle_trim(g);
 }
 

@@ -41,7 +41,8 @@ static void CUDA_CB wake_arm_fn(void *arg) {
 
 static bool any_head_done(struct cudaev__gpu *g) {
   for (uint32_t i = 0; i < g->nbusy; i++)
-    if (head_state(g, head_of(g->busy[i])) != cudaErrorNotReady) return true;
+    if (g->busy[i]->rlen > 0 && head_state(g, head_of(g->busy[i])) != cudaErrorNotReady)
+      return true;
   return false;
 }
 
@@ -54,8 +55,11 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
   if (max > 0 && !g->use_events) {
     uint64_t oldest = UINT64_MAX;
     for (uint32_t i = 0; i < g->nbusy; i++)
-      if (head_of(g->busy[i])->t_submit < oldest) oldest = head_of(g->busy[i])->t_submit;
-    uint64_t end = oldest + 2 * g->ewma_ns + 5000;
+      if (g->busy[i]->rlen > 0 && head_of(g->busy[i])->t_submit < oldest)
+        oldest = head_of(g->busy[i])->t_submit;
+    /* (All drained: only inside a callback's pass, which the outer one
+     * follows: no spin.) */
+    uint64_t end = oldest == UINT64_MAX ? now : oldest + 2 * g->ewma_ns + 5000;
     /* While completions flow (a pass completed something lately), the
      * next is likely near too: keep polling rather than sleep until a
      * stream's armed wakeup, which sits behind all of its queued work. */
@@ -77,6 +81,7 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
   bool deep = false;
   for (uint32_t i = 0; i < g->nbusy; i++) {
     struct cudaev__track *t = g->busy[i];
+    if (t->rlen == 0) continue; /* drained, listed until its pass ends (inside a callback) */
     if (t->rlen > 1) deep = true;
     /* Nothing new; or a wakeup still queued (it fires when the stream has
      * passed it, and the pass it causes arms the next); or the loop must

@@ -1257,6 +1257,50 @@ Test(loop_gpu_fake, stream_records_reused_across_streams) {
   free(s);
 }
 
+/* A continuation that drives the loop itself (a pass inside the pass that
+ * runs it): the inner pass drains every other stream, more of them than
+ * idle records are kept, while the outer pass is still finishing its own
+ * stream's future. The outer stream's record must stay valid under it
+ * (the ASan build reads it after the callback returns), and every future
+ * completes once. */
+struct nested {
+  cudaev_loop_t *loop;
+  int calls, bad;
+};
+static void nested_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  (void)f;
+  struct nested *n = u;
+  if (s != cudaSuccess) n->bad++;
+  if (n->calls++ == 0) cudaev_loop_process(n->loop);
+}
+
+Test(loop_gpu_fake, pass_inside_a_continuation_drains_the_other_streams) {
+  CUstream s0;
+  cudaev_loop_t *loop = foreign_with_stream(&s0);
+  enum { N = 1200, IDLE_MAX = 1024 /* loop/gpu_stream.c's */ };
+  CUstream *s = calloc(N, sizeof *s);
+  cr_assert_not_null(s);
+  s[0] = s0;
+  for (int i = 1; i < N; i++) f_screate(&s[i], 0);
+  struct nested n = {.loop = loop};
+  cudaev_future_t **f = calloc(N, sizeof *f);
+  cr_assert_not_null(f);
+  for (int i = 0; i < N; i++) {
+    cr_assert_eq(kernel(loop, s[i], 1, &f[i]), cudaSuccess);
+    cr_assert_eq(cudaev_future_then(f[i], nested_cb, &n), cudaSuccess);
+  }
+  for (int i = 0; i < N; i++) cr_assert_eq(f_ssync(s[i]), CUDA_SUCCESS);
+  for (int k = 0; k < 100 && n.calls < N; k++) cudaev_loop_process(loop);
+  cr_expect_eq(n.calls, N);
+  cr_expect_eq(n.bad, 0);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cr_expect_leq(cudaev__gpu_tracks(loop), IDLE_MAX);
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+  cudaev_loop_destroy(loop);
+  free(f);
+  free(s);
+}
+
 /* ---- one loop, several contexts -------------------------------------------- */
 
 /* Context handles of the fake: A is the primary context the loop is made
