@@ -451,7 +451,8 @@ cudaError_t cudaev__gpu_done(struct cudaev_future *f, struct cudaev_future *g);
 void cudaev__gpu_done_fire(struct cudaev__gpu *s, struct cudaev_future *f, cudaError_t st);
 void cudaev__gpu_done_fini(struct cudaev__gpu *s, cudaError_t st);
 
-/* gpu.c. Stream records alive (tracked streams plus at most 64 idle ones);
+/* gpu.c. Stream records alive (tracked streams plus at most IDLE_MAX idle
+ * ones, gpu_stream.c);
  * for tests. Thread: any (a relaxed snapshot). */
 size_t cudaev__gpu_tracks(struct cudaev_loop *loop);
 

@@ -1195,7 +1195,7 @@ static void loop_settle(cudaev_loop_t *loop) {
 Test(loop_gpu_fake, stream_records_bounded_with_many_short_lived_streams) {
   cudaev_loop_t *loop;
   cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
-  enum { NSTREAMS = 10000, BATCH = 100, IDLE_MAX = 64 };
+  enum { NSTREAMS = 10000, BATCH = 100, IDLE_MAX = 1024 /* loop/gpu_stream.c's */ };
   for (int b = 0; b < NSTREAMS / BATCH; b++) {
     cudaev_future_t *f[BATCH];
     for (int i = 0; i < BATCH; i++) {
@@ -1236,7 +1236,7 @@ Test(loop_gpu_fake, stream_records_reused_across_streams) {
   cudaev_loop_t *loop;
   cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
   cudaev_loop_set_spin(loop, 0); /* sleep at once: every stream gets a wakeup armed */
-  enum { N = 300 };
+  enum { N = 1500, IDLE_MAX = 1024 /* loop/gpu_stream.c's */ };
   CUstream *s = calloc(N, sizeof *s);
   for (int i = 0; i < N; i++) f_screate(&s[i], 0);
   struct count c = {0};
@@ -1252,7 +1252,7 @@ Test(loop_gpu_fake, stream_records_reused_across_streams) {
   }
   cr_expect_eq(atomic_load(&c.bad), 0);
   loop_settle(loop);
-  cr_expect_leq(cudaev__gpu_tracks(loop), 64);
+  cr_expect_leq(cudaev__gpu_tracks(loop), IDLE_MAX);
   cudaev_loop_destroy(loop);
   free(s);
 }
