@@ -203,6 +203,16 @@ static inline void prefetch_record(struct cudaev__gpu *g, const struct cudaev__t
   __builtin_prefetch(slot_of(g, t->stream));
 }
 
+/* Every line of a record: the next stage reads its head and tail words,
+ * ring and stream (prefetch_record), which are not all in the first line
+ * (a record is 152 bytes at malloc's 16-byte alignment: three or four
+ * lines). Fetching only the first left one miss in a row per stream. */
+static inline void prefetch_track(const struct cudaev__track *t) {
+  const char *p = (const char *)t;
+  for (size_t o = 0; o < sizeof *t; o += 64) __builtin_prefetch(p + o);
+  __builtin_prefetch(p + sizeof *t - 1);
+}
+
 /* A pass visits the busy streams in turn; each visit's first touches (the
  * record, its ring, the head's word, the stream's backlog slot, the front
  * futures) are cold with many futures pending, so they are fetched streams
@@ -215,7 +225,7 @@ static inline void prefetch_record(struct cudaev__gpu *g, const struct cudaev__t
  * slower with 1k, hence only past COLD_PENDING) is in bench/RESULTS.md. */
 static inline void prefetch_streams(struct cudaev__gpu *g, uint32_t i, bool cold) {
   uint32_t d = cold ? 1 : 0; /* one stage more when the futures are cold */
-  if (i + 3 + d < g->nbusy) __builtin_prefetch(g->busy[i + 3 + d]);
+  if (i + 3 + d < g->nbusy) prefetch_track(g->busy[i + 3 + d]);
   if (i + 2 + d < g->nbusy) prefetch_record(g, g->busy[i + 2 + d], cold);
   if (i == 0) /* the first streams: nothing fetched them yet */
     for (uint32_t j = 0; j < 2 + d && j < g->nbusy; j++) prefetch_record(g, g->busy[j], cold);
