@@ -66,6 +66,8 @@ static void *thread_main(void *arg) {
  * read already). Any thread. */
 static void thread_signal_stop(struct cudaev_loop *loop) {
   atomic_store_explicit(&loop->stopping, 1, memory_order_release);
+  /* So that the next drain reads this write (it reads only when set). */
+  atomic_store_explicit(&loop->waker->pending, 1, memory_order_seq_cst);
   uint64_t one = 1;
   ssize_t r;
   do r = write(loop->waker->fd, &one, sizeof one);

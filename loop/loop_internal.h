@@ -315,8 +315,8 @@ cudaError_t cudaev__waker_new(struct cudaev__waker **out);
 /* Makes the fd readable, at most once per drain. Thread: any. */
 void cudaev__waker_wake(struct cudaev__waker *w);
 void cudaev__waker_release(struct cudaev__waker *w);
-/* The loop thread, at the start of a pass: reads the fd and re-arms wake.
- * Returns whether the fd had been written. */
+/* The loop thread, at the start of a pass: reads the fd if a wake wrote
+ * it and re-arms wake. Returns whether the fd had been written. */
 bool cudaev__waker_drain(struct cudaev__waker *w);
 
 /* A loop statistic: one writer (the loop thread), readers anywhere. */

@@ -47,13 +47,20 @@ void cudaev__waker_release(struct cudaev__waker *w) {
  * writer would then skip its write with its message still queued (a lost
  * wakeup). The fd is read on every pass (nonblocking) so that a write that
  * lands after the clear never leaves it readable for nothing. */
+/* No read (a system call) in a pass nobody woke: the fd is readable only
+ * after a wake set `pending`, and `pending` is cleared only by the read
+ * that took the wake's write. A wake between its flag and its write
+ * leaves the read empty: `pending` stays set (later wakes need not
+ * write), and its write makes the fd readable for the next pass. */
 bool cudaev__waker_drain(struct cudaev__waker *w) {
+  if (!atomic_load_explicit(&w->pending, memory_order_seq_cst)) return false;
   uint64_t v;
   ssize_t r;
   do r = read(w->fd, &v, sizeof v);
   while (r < 0 && errno == EINTR);
+  if (r != (ssize_t)sizeof v) return false;
   atomic_store_explicit(&w->pending, 0, memory_order_seq_cst);
-  return r == (ssize_t)sizeof v;
+  return true;
 }
 
 /* The message may lead the loop to close and free itself (a continuation
