@@ -41,13 +41,16 @@ static void CUDA_CB wake_arm_fn(void *arg) {
 
 static bool any_head_done(struct cudaev__gpu *g) {
   for (uint32_t i = 0; i < g->nbusy; i++)
-    if (g->busy[i]->rlen > 0 && head_state(g, head_of(g->busy[i])) != cudaErrorNotReady)
-      return true;
+    if (head_state(g, head_of(g->busy[i])) != cudaErrorNotReady) return true;
   return false;
 }
 
 uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *g) {
   if (g->nbusy == 0) return UINT64_MAX;
+  /* Asked inside a pass (a callback driving the loop, or asking for its
+   * timeout): the outer pass goes on and the loop asks again after it,
+   * when the busy list no longer lists the streams drained meanwhile. */
+  if (g->passing > 0) return 0;
   uint64_t now = cudaev__now_ns();
   /* Adaptive spin (CUDA.jl): only while the oldest work is expected to
    * finish within the window, judged from recent completion times. */
@@ -55,11 +58,8 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
   if (max > 0 && !g->use_events) {
     uint64_t oldest = UINT64_MAX;
     for (uint32_t i = 0; i < g->nbusy; i++)
-      if (g->busy[i]->rlen > 0 && head_of(g->busy[i])->t_submit < oldest)
-        oldest = head_of(g->busy[i])->t_submit;
-    /* (All drained: only inside a callback's pass, which the outer one
-     * follows: no spin.) */
-    uint64_t end = oldest == UINT64_MAX ? now : oldest + 2 * g->ewma_ns + 5000;
+      if (head_of(g->busy[i])->t_submit < oldest) oldest = head_of(g->busy[i])->t_submit;
+    uint64_t end = oldest + 2 * g->ewma_ns + 5000;
     /* While completions flow (a pass completed something lately), the
      * next is likely near too: keep polling rather than sleep until a
      * stream's armed wakeup, which sits behind all of its queued work. */
@@ -81,7 +81,6 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
   bool deep = false;
   for (uint32_t i = 0; i < g->nbusy; i++) {
     struct cudaev__track *t = g->busy[i];
-    if (t->rlen == 0) continue; /* drained, listed until its pass ends (inside a callback) */
     if (t->rlen > 1) deep = true;
     /* Nothing new; or a wakeup still queued (it fires when the stream has
      * passed it, and the pass it causes arms the next); or the loop must

@@ -42,16 +42,14 @@ void cudaev__waker_release(struct cudaev__waker *w) {
   cudaev__free(w, sizeof *w);
 }
 
-/* Read first, then clear `pending`: clearing first would let a writer's
- * eventfd write be consumed here while its `pending` stays set, and the next
- * writer would then skip its write with its message still queued (a lost
- * wakeup). The fd is read on every pass (nonblocking) so that a write that
- * lands after the clear never leaves it readable for nothing. */
 /* No read (a system call) in a pass nobody woke: the fd is readable only
- * after a wake set `pending`, and `pending` is cleared only by the read
- * that took the wake's write. A wake between its flag and its write
- * leaves the read empty: `pending` stays set (later wakes need not
- * write), and its write makes the fd readable for the next pass. */
+ * after a wake set `pending`. Read first, then clear `pending`, and only
+ * when the read took a write: clearing first would let a writer's write be
+ * consumed here while its `pending` stays set, and the next writer would
+ * skip its write with its message still queued (a lost wakeup). A wake
+ * caught between its flag and its write leaves the read empty: `pending`
+ * stays set (later wakes need not write), and its write makes the fd
+ * readable for the next pass. */
 bool cudaev__waker_drain(struct cudaev__waker *w) {
   if (!atomic_load_explicit(&w->pending, memory_order_seq_cst)) return false;
   uint64_t v;

@@ -83,10 +83,9 @@ cudaError_t cudaGraphicsGLRegisterImage(struct cudaGraphicsResource **resource, 
 
 /* ---- deprecated (CUDA 3.0) buffer objects -------------------------------- */
 
-/* NVIDIA documents this as no longer needed: the device just becomes the
- * calling thread's current device, with its primary context, and the
- * errors are cudaSetDevice's (cudaErrorInvalidDevice...). */
-/* NVIDIA documents the same rule as cudaVDPAUSetVDPAUDevice's: fail with
+/* NVIDIA documents this call as no longer needed (the device becomes the
+ * calling thread's current device, with its primary context), and the
+ * same rule as cudaVDPAUSetVDPAUDevice's: fail with
  * cudaErrorSetOnActiveProcess once the device's primary context is
  * initialised (measured on an H100 with a GL context current: cudaSuccess
  * before cudaFree(0), cudaErrorSetOnActiveProcess after). With no GL
