@@ -7,6 +7,7 @@
 #include "libev.h"
 #include "loop_internal.h"
 
+#include <sched.h>
 #include <string.h>
 
 /* Every kind of completion source, in the order a pass runs them. */
@@ -190,8 +191,14 @@ CUDAEV_EXPORT cudaError_t cudaev_loop_new_thread(cudaev_loop_t **out) {
  * loop thread), outside any pass of the loop. */
 static void loop_teardown(struct cudaev_loop *loop) {
   loop->be->stop(loop);
-  /* From here the calling thread is the loop thread. */
-  cudaev__loop_process(loop);
+  /* From here the calling thread is the loop thread. Everything sent
+   * before the destroy is taken in before the sources are finalized: a
+   * submission still queued then would reach a source that is gone. One
+   * pass is not enough: it takes at most 4096 messages, and a sender on
+   * another thread between its push's two steps (a waiter completing a
+   * future) hides every message behind its own until it links it. */
+  while (cudaev__loop_process(loop) || !cudaev__mpsc_empty(&loop->q))
+    if (!cudaev__mpsc_empty(&loop->q)) sched_yield(); /* that sender's turn */
   struct cudaev_loop *prev = cudaev__tls_loop;
   cudaev__tls_loop = loop;
   /* Each source fails what it has pending (promises first). */

@@ -30,6 +30,7 @@
 #include "cudaev.h"
 #include "driver/driver.h"
 #include "fake_driver.h"
+#include "loop_internal.h" /* the queue, for a push caught half-way */
 
 /* ---- the fake GPU ------------------------------------------------------- */
 
@@ -1738,6 +1739,51 @@ static void late1_cb(cudaev_future_t *f, cudaError_t st, void *u) {
   l->rc[0] = kernel(cudaev_future_loop(f), l->s, 1, &l->out[0]);
   /* f fired: this one runs in a later pass, after the sources' fini. */
   cudaev_future_then(f, late2_cb, l);
+}
+
+/* A push another thread has begun but not finished (between the queue's
+ * exchange and its link: a waiter completing a future, preempted) hides
+ * every message queued before it from the loop until it links. Destroy
+ * waits for it: a GPU submission queued before the destroy is taken in and
+ * fails (or completes) with the other pending work, instead of reaching
+ * the GPU source after that was finalized (a crash in its tracking). */
+struct half_push {
+  struct cudaev__run_msg rm;
+  struct cudaev__mpsc_node *prev;
+  atomic_int linked, ran;
+};
+static void half_push_ran(struct cudaev_loop *loop, struct cudaev__msg *m) {
+  (void)loop;
+  atomic_fetch_add(&((struct half_push *)(void *)m)->ran, 1);
+}
+static void *half_push_finish(void *arg) {
+  struct half_push *h = arg;
+  usleep(100000); /* destroy has begun meanwhile */
+  atomic_store(&h->linked, 1);
+  atomic_store_explicit(&h->prev->next, &h->rm.msg.node, memory_order_release);
+  return NULL;
+}
+
+Test(loop_gpu_fake, destroy_waits_for_a_push_caught_half_way) {
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s);
+  cudaev_future_t *f;
+  cr_assert_eq(kernel(loop, s, 1000, &f), cudaSuccess); /* queued: no pass ran */
+  static struct half_push h;
+  atomic_init(&h.rm.msg.node.next, NULL);
+  h.rm.msg.kind = CUDAEV__MSG_RUN;
+  h.rm.run = half_push_ran;
+  h.prev = atomic_exchange_explicit(&loop->q.tail, &h.rm.msg.node, memory_order_seq_cst);
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, half_push_finish, &h), 0);
+  cudaev_loop_destroy(loop);
+  cr_expect_eq(atomic_load(&h.linked), 1, "destroy returned before the push was linked");
+  cr_expect_eq(atomic_load(&h.ran), 1);
+  cr_expect(cudaev_future_ready(f));
+  cudaError_t r = cudaev_future_result(f);
+  cr_expect(r == cudaSuccess || r == CUDAEV_ERROR_LOOP_DESTROYED, "%s", cudaev_error_name(r));
+  pthread_join(th, NULL);
+  cudaev_future_release(f);
 }
 
 Test(loop_gpu_fake, submissions_during_destroy_are_refused) {
