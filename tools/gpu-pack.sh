@@ -33,7 +33,7 @@ grep -qxF "/.gpu/" "$exclude" 2>/dev/null || echo "/.gpu/" >>"$exclude"
 # (tests/gpu/README.md).
 for lib in libEGL.so.1 libGLdispatch.so.0 libvulkan.so.1 libX11.so.6 libXext.so.6 libxcb.so.1 \
   libXau.so.6 libXdmcp.so.6 libbsd.so.0 libmd.so.0; do
-  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !p {print $NF; p = 1}')
   if [ -n "$path" ] && [ ! -e ".device/lib/$lib" ]; then cp -L "$path" .device/lib/; fi
 done
 # cuBLAS (the inference service and its twin link it) is over 500 MiB: it
