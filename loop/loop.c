@@ -196,7 +196,8 @@ static void loop_teardown(struct cudaev_loop *loop) {
    * submission still queued then would reach a source that is gone. One
    * pass is not enough: it takes at most 4096 messages, and a sender on
    * another thread between its push's two steps (a waiter completing a
-   * future) hides every message behind its own until it links it. */
+   * future) hides the message queued just before its own, and every one
+   * after, until it links it. */
   while (cudaev__loop_process(loop) || !cudaev__mpsc_empty(&loop->q))
     if (!cudaev__mpsc_empty(&loop->q)) sched_yield(); /* that sender's turn */
   struct cudaev_loop *prev = cudaev__tls_loop;

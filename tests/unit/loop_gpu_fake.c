@@ -1743,7 +1743,7 @@ static void late1_cb(cudaev_future_t *f, cudaError_t st, void *u) {
 
 /* A push another thread has begun but not finished (between the queue's
  * exchange and its link: a waiter completing a future, preempted) hides
- * every message queued before it from the loop until it links. Destroy
+ * the message queued just before it from the loop until it links. Destroy
  * waits for it: a GPU submission queued before the destroy is taken in and
  * fails (or completes) with the other pending work, instead of reaching
  * the GPU source after that was finalized (a crash in its tracking). */
