@@ -20,7 +20,11 @@
  *                                   whose markers the GPU has passed, N
  *                                   pending in all; loop time per
  *                                   completion of those 1,024 (flat in N is
- *                                   the target)
+ *                                   the target), both windows started
+ *                                   equally cold (see "Cache state")
+ *   loop_completion_cost_1k_pending_unswept_us, _100k_pending_unswept_us
+ *                                   the same timed right after the set-up
+ *                                   (no target)
  *
  * Why it is built this way (the earlier versions hung on the GPU):
  *
