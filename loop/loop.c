@@ -187,26 +187,30 @@ CUDAEV_EXPORT cudaError_t cudaev_loop_new_thread(cudaev_loop_t **out) {
   return loop_new(&cudaev__backend_thread, NULL, out);
 }
 
+/* Passes until the queue is empty and every push begun on it is linked:
+ * one pass takes at most 4096 messages, and a sender on another thread
+ * between its push's two steps (a waiter completing a future) hides the
+ * message queued just before its own, and every one after, until it links
+ * it (the yield gives it its turn). */
+static void drain_all(struct cudaev_loop *loop) {
+  while (cudaev__loop_process(loop) || !cudaev__mpsc_empty(&loop->q)) sched_yield();
+}
+
 /* cudaev_loop_destroy's work, on the destroying thread (which becomes the
  * loop thread), outside any pass of the loop. */
 static void loop_teardown(struct cudaev_loop *loop) {
   loop->be->stop(loop);
   /* From here the calling thread is the loop thread. Everything sent
    * before the destroy is taken in before the sources are finalized: a
-   * submission still queued then would reach a source that is gone. One
-   * pass is not enough: it takes at most 4096 messages, and a sender on
-   * another thread between its push's two steps (a waiter completing a
-   * future) hides the message queued just before its own, and every one
-   * after, until it links it. */
-  while (cudaev__loop_process(loop) || !cudaev__mpsc_empty(&loop->q))
-    if (!cudaev__mpsc_empty(&loop->q)) sched_yield(); /* that sender's turn */
+   * submission still queued then would reach a source that is gone. */
+  drain_all(loop);
   struct cudaev_loop *prev = cudaev__tls_loop;
   cudaev__tls_loop = loop;
   /* Each source fails what it has pending (promises first). */
   sources_fini(loop);
   cudaev__tls_loop = prev;
-  while (cudaev__loop_process(loop) || !cudaev__mpsc_empty(&loop->q)) {
-  }
+  /* What the continuations run by fini sent. */
+  drain_all(loop);
   /* The promise source's list, which late submissions above may have used. */
   cudaev__free(loop->pend, loop->cap_pend * sizeof *loop->pend);
   cudaev__waker_release(loop->waker);
