@@ -9,6 +9,8 @@
 # package, adding deb-src entries beside the existing deb ones when there
 # are none (the same archives, suites and components).
 set -euo pipefail
+# A failing step says which, whatever it printed (set -e alone ends in silence).
+trap 'echo "deps: failed (exit $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # dpkg-dev, bzip2, xz-utils: apt-get source unpacks with dpkg-source;
 # make: jemalloc's build. libuv1-dev and liburing-dev are for
@@ -38,27 +40,8 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
-# deb-src beside deb: deb822 files get deb-src in their Types lines; one-line
-# files get a deb-src twin of each deb line in a file of our own. Both are
-# no-ops once done.
-add_deb_src() {
-  local f
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    grep -Eq '^Types:.*\<deb\>' "$f" || continue
-    sed -i -E '/^Types:/{/deb-src/!{/\<deb\>/s/$/ deb-src/}}' "$f"
-  done
-  local own=/etc/apt/sources.list.d/cudaev-deb-src.list
-  if [ ! -f "$own" ] && ! cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-    grep -Eq '^[[:space:]]*deb-src[[:space:]]'; then
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-      sed -n -E 's/^[[:space:]]*deb[[:space:]]/deb-src /p' >"$own.tmp"
-    if [ -s "$own.tmp" ]; then mv "$own.tmp" "$own"; else rm -f "$own.tmp"; fi
-  fi
-}
-
 export DEBIAN_FRONTEND=noninteractive
-$need_src && add_deb_src
+$need_src && tools/apt-deb-src.sh
 apt-get update -qq >/dev/null
 # shellcheck disable=SC2086
 [ -z "$missing" ] || apt-get install -y -qq --no-install-recommends $missing >/dev/null
