@@ -12,7 +12,14 @@ root="$dir/root"
 if [ ! -x "$root/usr/bin/getconf" ]; then
   rm -rf "$dir"
   mkdir -p "$dir/lists/partial" "$dir/debs" || exit 77
-  echo "deb http://deb.debian.org/debian bullseye main" >"$dir/sources.list"
+  # The machine's own Debian archive (its first deb entry, deb822 or
+  # one-line), at the bullseye suite.
+  mirror=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+    awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}')
+  [ -n "$mirror" ] || mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+    awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) {print $i; exit}}')
+  [ -n "$mirror" ] || { echo "SKIP: no Debian archive in this machine's apt sources"; exit 77; }
+  echo "deb $mirror bullseye main" >"$dir/sources.list"
   o="-oDir::Etc::SourceList=$dir/sources.list -oDir::Etc::SourceParts=/dev/null"
   o="$o -oDir::State::Lists=$dir/lists -oDir::State::status=/dev/null -oDebug::NoLocking=1"
   # shellcheck disable=SC2086
