@@ -41,6 +41,9 @@ static _Atomic(struct cudaev_loop *) default_loop;
 static void *thread_main(void *arg) {
   struct cudaev_loop *loop = arg;
   struct pollfd pfd = {.fd = loop->waker->fd, .events = POLLIN};
+  /* Its driver calls (polls, markers, the submissions it was handed) are
+   * no part of any capture on the application's threads (driver.h). */
+  (void)cudaev__capture_relax();
   for (;;) {
     if (atomic_load_explicit(&loop->stopping, memory_order_acquire)) break;
     bool more = cudaev__loop_process(loop);

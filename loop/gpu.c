@@ -160,10 +160,13 @@ static void gpu_fini(struct cudaev_loop *loop) {
     bool had = g->nbusy > 0;
     /* Host functions not run are skipped (their gates open in finish()). */
     cudaev__gpu_fail_all(loop, g, CUDAEV_ERROR_LOOP_DESTROYED);
-    /* The GPU may still be about to write our words: let it finish. */
+    /* The GPU may still be about to write our words: let it finish. The
+     * waits are the loop's own, no part of any capture (driver.h). */
+    struct cudaev__capture_mode mode = cudaev__capture_relax();
     cudaError_t synced = cudaSuccess;
     if (had) synced = cudaev__error_from_cu(cudaev__drv.cuCtxSynchronize(NULL));
     cudaev__drv.cuStreamSynchronize(g->internal);
+    cudaev__capture_restore(mode);
     /* Now the GPU is done with what cudaev_future_done waits for. */
     cudaev__gpu_done_fini(g, synced);
     cudaev__drv.cuStreamDestroy(g->internal);

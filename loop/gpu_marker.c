@@ -32,16 +32,17 @@ cudaError_t cudaev__gpu_word_get(struct cudaev__gpu *g, uint32_t *out) {
     return cudaSuccess;
   }
   pthread_mutex_unlock(&g->mu);
-  /* Grow outside the lock: a new chunk of pinned, device-mapped words. */
+  /* Grow outside the lock: a new chunk of pinned, device-mapped words, the
+   * loop's own memory, no part of any capture (driver.h). */
   void *host = NULL;
   CUdeviceptr dev = 0;
+  struct cudaev__capture_mode mode = cudaev__capture_relax();
   CUresult r = cudaev__drv.cuMemHostAlloc(&host, WORDS_PER_CHUNK * 4u,
                                           CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
   if (r == CUDA_SUCCESS) r = cudaev__drv.cuMemHostGetDevicePointer(&dev, host, 0);
-  if (r != CUDA_SUCCESS) {
-    if (host != NULL) cudaev__drv.cuMemFreeHost(host);
-    return cudaev__error_from_cu(r);
-  }
+  if (r != CUDA_SUCCESS && host != NULL) cudaev__drv.cuMemFreeHost(host);
+  cudaev__capture_restore(mode);
+  if (r != CUDA_SUCCESS) return cudaev__error_from_cu(r);
   memset(host, 0, WORDS_PER_CHUNK * 4u);
   pthread_mutex_lock(&g->mu);
   /* The free list must hold every word ever made (all may come back at
@@ -50,7 +51,9 @@ cudaError_t cudaev__gpu_word_get(struct cudaev__gpu *g, uint32_t *out) {
       !cudaev__gpu_grow((void **)&g->free_words, &g->cap_free, sizeof(uint32_t),
                         (g->nchunks + 1) * WORDS_PER_CHUNK)) {
     pthread_mutex_unlock(&g->mu);
+    mode = cudaev__capture_relax();
     cudaev__drv.cuMemFreeHost(host);
+    cudaev__capture_restore(mode);
     return cudaErrorMemoryAllocation;
   }
   uint32_t c = g->nchunks++;
@@ -110,8 +113,10 @@ void cudaev__gpu_events_put(struct cudaev__gpu *g, CUevent *ev, uint32_t n) {
 }
 
 void cudaev__gpu_pool_fini(struct cudaev__gpu *g) {
+  struct cudaev__capture_mode mode = cudaev__capture_relax();
   for (uint32_t i = 0; i < g->nfree_ev; i++) cudaev__drv.cuEventDestroy(g->free_events[i]);
   for (uint32_t i = 0; i < g->nchunks; i++) cudaev__drv.cuMemFreeHost(g->chunk_host[i]);
+  cudaev__capture_restore(mode);
   cudaev__free(g->free_words, g->cap_free * sizeof(uint32_t));
   cudaev__free(g->free_events, g->cap_free_ev * sizeof(CUevent));
 }

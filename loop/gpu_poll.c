@@ -458,8 +458,11 @@ void cudaev__gpu_watchdog(struct cudaev_loop *loop, struct cudaev__gpu *g, uint6
   if (g->nbusy == 0 || now < g->next_watchdog) return;
   g->next_watchdog = now + WATCHDOG_NS;
   /* A sticky error is returned by every later call in the context, so a
-   * query of our own idle stream sees it without blocking. */
+   * query of our own idle stream sees it without blocking, and is no
+   * part of any capture (driver.h). */
+  struct cudaev__capture_mode mode = cudaev__capture_relax();
   CUresult r = cudaev__drv.cuStreamQuery(g->internal);
+  cudaev__capture_restore(mode);
   cudaev__stat_add(&loop->st.watchdog_checks, 1);
   if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) return;
   cudaError_t e = cudaev__error_from_cu(r);

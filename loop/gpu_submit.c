@@ -85,8 +85,13 @@ struct stage {
   struct cudaev_future *out; /* D2H: the user's future */
 };
 
+/* The buffer is the loop's own: its allocation and its free (which
+ * synchronises the context, as cudaFreeHost does) are no part of any
+ * capture (driver.h). */
 static void stage_free(struct stage *st) {
+  struct cudaev__capture_mode mode = cudaev__capture_relax();
   cudaFreeHost(st->buf);
+  cudaev__capture_restore(mode);
   cudaev__free(st, sizeof *st);
 }
 
@@ -142,7 +147,9 @@ static cudaError_t copy_staged(struct cudaev__sub *s, void *dst, const void *src
   memset(st, 0, sizeof *st);
   st->dst = dst;
   st->n = count;
+  struct cudaev__capture_mode mode = cudaev__capture_relax();
   cudaError_t e = cudaHostAlloc(&st->buf, count, cudaHostAllocPortable);
+  cudaev__capture_restore(mode);
   if (e != cudaSuccess) {
     cudaev__free(st, sizeof *st);
     return e;

@@ -294,10 +294,15 @@ static CUresult host_alloc(void **base, size_t size, unsigned flags) {
 static void chunk_release(const struct chunk *c) {
   if (c->gen != atomic_load_explicit(&gens[c->device], memory_order_acquire)) return;
   CUcontext cur = NULL, popped;
+  /* jemalloc decides when a chunk goes back (decay, on the reaper or on
+   * any pooled call): the free is the pool's, never the application's, and
+   * no part of any capture (driver.h). */
+  struct cudaev__capture_mode mode = cudaev__capture_relax();
   bool pushed = cudaev__drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != c->ctx &&
                 cudaev__drv.cuCtxPushCurrent(c->ctx) == CUDA_SUCCESS;
   (void)cudaev__drv.cuMemFreeHost(c->base);
   if (pushed) cudaev__drv.cuCtxPopCurrent(&popped);
+  cudaev__capture_restore(mode);
 }
 
 /* Runs inside cudaHostAlloc (the only caller of mallocx), so the device's
@@ -441,6 +446,8 @@ static void pool_purge(bool all) {
  * purges everything once no pooled call happened for a whole decay time. */
 static void *reaper_main(void *arg) {
   (void)arg;
+  /* Its frees are no part of any capture (driver.h). */
+  (void)cudaev__capture_relax();
   uint64_t period = (uint64_t)decay_ms * 250000u, decay = (uint64_t)decay_ms * 1000000u;
   if (period < 1000000u) period = 1000000u;
   pthread_mutex_lock(&reaper.mu);

@@ -265,8 +265,7 @@ static int grow(struct ring *g, int want) {
    * forbids on this thread (it would invalidate the capture); the ring's
    * own buffers are no part of any capture, so relaxed mode is borrowed
    * for them, as the runtime documents for libraries. */
-  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-  bool swapped = cudaev__drv.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+  struct cudaev__capture_mode mode = cudaev__capture_relax();
   while (g->nslots < want) {
     int i = g->nslots;
     void *p = NULL;
@@ -281,7 +280,7 @@ static int grow(struct ring *g, int want) {
     g->pending[i] = false;
     g->nslots = i + 1;
   }
-  if (swapped) cudaev__drv.cuThreadExchangeStreamCaptureMode(&mode);
+  cudaev__capture_restore(mode);
   return g->nslots;
 }
 
@@ -388,11 +387,10 @@ bool cudaev__staged_copy(void *dst, const void *src, size_t count, enum cudaMemc
    * capture (ring_device refused a capturing stream), and NVIDIA's runtime
    * copies pageable memory during such a capture: relaxed mode is
    * borrowed for the copy, as for the buffers. */
-  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-  bool swapped = cudaev__drv.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+  struct cudaev__capture_mode mode = cudaev__capture_relax();
   *r = to_device ? h2d(g, nslots, (CUdeviceptr)dst, src, count, st, sync)
                  : d2h(g, nslots, dst, (CUdeviceptr)src, count, st);
-  if (swapped) cudaev__drv.cuThreadExchangeStreamCaptureMode(&mode);
+  cudaev__capture_restore(mode);
   pthread_mutex_unlock(&g->lock);
   return true;
 }

@@ -137,3 +137,13 @@ void cudaev__driver_install(const struct cudaev_driver *fake, int version) {
   install_version = version;
   pthread_once(&load_once, install);
 }
+
+struct cudaev__capture_mode cudaev__capture_relax(void) {
+  struct cudaev__capture_mode m = {.mode = CU_STREAM_CAPTURE_MODE_RELAXED};
+  m.swapped = cudaev__drv.cuThreadExchangeStreamCaptureMode(&m.mode) == CUDA_SUCCESS;
+  return m;
+}
+
+void cudaev__capture_restore(struct cudaev__capture_mode saved) {
+  if (saved.swapped) (void)cudaev__drv.cuThreadExchangeStreamCaptureMode(&saved.mode);
+}

@@ -93,4 +93,29 @@ int cudaev__driver_version(void);
  * cudaev__driver_* or cuda* call. */
 void cudaev__driver_install(const struct cudaev_driver *fake, int version);
 
+/* Stream capture and the runtime's own driver calls.
+ *
+ * While any thread captures in global mode, every thread in global mode
+ * (the default) is refused the "potentially unsafe" calls (allocation,
+ * free, synchronisation), and one such call invalidates the capture.
+ * NVIDIA's runtime has no threads of its own and makes no call the
+ * application did not ask for. The runtime's own calls - on threads it made
+ * (the pinned pool's reaper, a thread-mode loop) and, on the application's
+ * threads, for objects of its own (staging buffers, the loop's marker
+ * words) - are no part of any capture: they run in relaxed mode, so that
+ * they never change what an application's capture sees (docs/design.md,
+ * "Threads of our own and stream capture").
+ *
+ * cudaev__capture_relax() switches the calling thread to relaxed mode and
+ * returns what to restore; cudaev__capture_restore() puts the thread's mode
+ * back. A thread the runtime made calls cudaev__capture_relax() once, first
+ * thing, and never restores. Needs a loaded driver; if the driver refuses
+ * the switch, nothing is restored. */
+struct cudaev__capture_mode {
+  CUstreamCaptureMode mode;
+  int swapped;
+};
+struct cudaev__capture_mode cudaev__capture_relax(void);
+void cudaev__capture_restore(struct cudaev__capture_mode saved);
+
 #endif
