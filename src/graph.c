@@ -33,12 +33,21 @@
  * answer to a NULL one. The check comes right before the driver call,
  * after the parameter conversions, whose errors NVIDIA's runtime reports
  * first (a bad kernel or symbol before a bad graph). */
-#define GRAPH_LIVE_OR_RETURN(...)                                               \
-  do {                                                                          \
-    const void *const live_[] = {__VA_ARGS__};                                  \
-    for (size_t live_i_ = 0; live_i_ < sizeof live_ / sizeof *live_; live_i_++) \
-      CUDAEV_LIVE_OR_RETURN_ERR(live_[live_i_], cudaErrorInvalidValue);         \
+#define GRAPH_LIVE_1(a) CUDAEV_LIVE_OR_RETURN_ERR(a, cudaErrorInvalidValue)
+#define GRAPH_LIVE_2(a, b) \
+  do {                     \
+    GRAPH_LIVE_1(a);       \
+    GRAPH_LIVE_1(b);       \
   } while (0)
+#define GRAPH_LIVE_3(a, b, c) \
+  do {                        \
+    GRAPH_LIVE_2(a, b);       \
+    GRAPH_LIVE_1(c);          \
+  } while (0)
+#define GRAPH_LIVE_PICK(_1, _2, _3, name, ...) name
+/* Each handle is checked as its own kind (handle.h). */
+#define GRAPH_LIVE_OR_RETURN(...) \
+  GRAPH_LIVE_PICK(__VA_ARGS__, GRAPH_LIVE_3, GRAPH_LIVE_2, GRAPH_LIVE_1, none)(__VA_ARGS__)
 
 /* GRAPH_CALL for a call naming graph handles: `handles` is their list in
  * parentheses. */

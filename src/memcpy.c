@@ -125,7 +125,7 @@ static cudaError_t copy2d(struct side2d dst, struct side2d src, size_t width, si
 /* Array handles as the deprecated and 2D array copies receive them: NULL
  * is an invalid handle, not "no array" (as NVIDIA's runtime answers); so is
  * an array freed through this runtime (the driver would crash on it). */
-static inline cudaError_t need_array(const void *a) {
+static inline cudaError_t need_array(cudaArray_const_t a) {
   return a == NULL || cudaev__handle_dead(a) ? cudaErrorInvalidResourceHandle : cudaSuccess;
 }
 

@@ -260,3 +260,75 @@ Test(graph, instantiate_with_params_ptsz_maps_the_upload_stream) {
   cr_expect_eq(cudaGraphInstantiateWithParams(&e, (cudaGraph_t)0x100001, NULL),
                cudaErrorInvalidValue);
 }
+
+/* The driver takes every kind of object from one heap: a graph a capture
+ * makes may land at the address of an event or stream destroyed before.
+ * That graph is live (PyTorch's capture_end met cudaErrorInvalidValue from
+ * cudaGraphGetNodes / cudaGraphInstantiate when it did), while the
+ * destroyed event stays refused as an event. */
+static uintptr_t reused; /* the address the driver hands out again */
+static CUresult fake_end_capture(CUstream s, CUgraph *g) {
+  (void)s;
+  *g = (CUgraph)reused;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_get_nodes(CUgraph g, CUgraphNode *nodes, size_t *n) {
+  (void)g;
+  (void)nodes;
+  *n = 3;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_instantiate_flags(CUgraphExec *e, CUgraph g, unsigned long long flags) {
+  (void)g;
+  (void)flags;
+  *e = (CUgraphExec)reused;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_node_type(CUgraphNode n, CUgraphNodeType *t) {
+  (void)n;
+  *t = CU_GRAPH_NODE_TYPE_EMPTY;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_event_query(CUevent e) {
+  (void)e;
+  return CUDA_SUCCESS;
+}
+
+Test(graph, a_capture_graph_at_a_destroyed_events_address_is_live) {
+  static struct cudaev_driver fake;
+  fake_driver_base(&fake);
+  fake.cuStreamCreate = fake_stream_create;
+  fake.cuStreamDestroy = fake_stream_destroy;
+  fake.cuEventDestroy = fake_event_destroy;
+  fake.cuEventQuery = fake_event_query;
+  fake.cuStreamEndCapture = fake_end_capture;
+  fake.cuGraphGetNodes = fake_get_nodes;
+  fake.cuGraphInstantiateWithFlags = fake_instantiate_flags;
+  fake.cuGraphLaunch = fake_graph_launch;
+  fake.cuGraphNodeGetType = fake_node_type;
+  cudaev__driver_install(&fake, 13000);
+  cudaStream_t s;
+  cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+  reused = 0x100e40;
+  cudaEvent_t e = (cudaEvent_t)reused;
+  cr_assert_eq(cudaEventDestroy(e), cudaSuccess);
+  cr_expect_eq(cudaEventQuery(e), cudaErrorInvalidResourceHandle, "the event stays destroyed");
+  cudaGraph_t g = NULL;
+  cr_assert_eq(cudaStreamEndCapture(s, &g), cudaSuccess);
+  cr_assert_eq((uintptr_t)g, reused);
+  size_t n = 0;
+  cr_expect_eq(cudaGraphGetNodes(g, NULL, &n), cudaSuccess, "a graph is no destroyed event");
+  cr_expect_eq(n, 3);
+  cudaGraphExec_t x = NULL;
+  cr_expect_eq(cudaGraphInstantiateWithFlags(&x, g, 0), cudaSuccess);
+  /* The executable graph lands there too, and launches. */
+  cr_expect_eq(cudaGraphLaunch(x, s), cudaSuccess);
+  /* A stream destroyed at an address, then a node made there: the same. */
+  cr_assert_eq(cudaStreamDestroy(s), cudaSuccess);
+  enum cudaGraphNodeType type = cudaGraphNodeTypeCount;
+  cr_expect_eq(cudaGraphNodeGetType((cudaGraphNode_t)s, &type), cudaSuccess,
+               "a node is no destroyed stream");
+  cr_expect_eq(type, cudaGraphNodeTypeEmpty);
+  cr_expect_eq(cudaStreamQuery(s), cudaErrorInvalidResourceHandle, "the stream stays destroyed");
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+}

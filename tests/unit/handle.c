@@ -244,3 +244,31 @@ Test(handle, a_create_on_another_thread_after_a_destroy_is_live) {
   pthread_join(t, NULL);
   cr_expect_not(cudaev__handle_dead(h));
 }
+
+/* A grave keeps its kind: a destroyed handle of one kind condemns that
+ * kind only; one of any kind (void *) matches every kind, both ways. */
+Test(handle, a_grave_condemns_its_own_kind_only) {
+  cudaEvent_t ev = (cudaEvent_t)(uintptr_t)0x109040;
+  cudaGraph_t graph = (cudaGraph_t)(uintptr_t)0x109040;
+  cudaStream_t st = (cudaStream_t)(uintptr_t)0x109040;
+  CUevent drv_ev = (CUevent)(uintptr_t)0x109040;
+  cudaev__handle_bury(ev);
+  cr_expect(cudaev__handle_dead(ev));
+  cr_expect(cudaev__handle_dead(drv_ev), "the driver's name of the same kind");
+  cr_expect_not(cudaev__handle_dead(graph));
+  cr_expect_not(cudaev__handle_dead(st));
+  cr_expect(cudaev__handle_dead((const void *)ev), "a check of any kind");
+  /* A create of another kind at the address leaves the event's grave. */
+  cudaev__handle_revive(graph);
+  cr_expect(cudaev__handle_dead(ev));
+  cudaev__handle_revive(drv_ev);
+  cr_expect_not(cudaev__handle_dead(ev));
+  /* A grave of any kind condemns every kind, and any revive clears it. */
+  cudaev__handle_bury((const void *)ev);
+  cr_expect(cudaev__handle_dead(graph));
+  cr_expect(cudaev__handle_dead(st));
+  cudaev__handle_revive(st);
+  cr_expect_not(cudaev__handle_dead(graph));
+  /* Impossible values are dead as every kind. */
+  cr_expect(cudaev__handle_dead((cudaGraph_t)(uintptr_t)0x1234));
+}
