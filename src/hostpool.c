@@ -23,6 +23,7 @@
  *    child forked while another thread held it deadlocked in jemalloc.
  *  - purge_mu, which serialises the reaper's purges with cudaDeviceReset's
  *    arena destruction; nothing on an allocation or free path takes it. */
+#include "capture.h"
 #include "env.h"
 #include "hostpool.h"
 
@@ -410,6 +411,77 @@ static unsigned arena_of(struct pool_arena *pa) {
   return ind;
 }
 
+/* ---- frees during a capture ------------------------------------------------- */
+
+/* A pooled free waits for the GPU (cuCtxSynchronize) before jemalloc may
+ * hand the memory out again. A context synchronisation is refused while a
+ * stream of the context captures, whatever the threads' modes, and the
+ * refusal invalidates that capture; NVIDIA's cudaFreeHost (the driver's
+ * cuMemFreeHost) leaves it alone. So while a capture may be in progress
+ * (capture.h) a freed allocation is held here, not reusable, and goes back
+ * to jemalloc after a later synchronisation of its device's context, made
+ * when no capture is (the next pooled free, or the reaper). */
+struct held_free {
+  void *p;
+  int device;
+  unsigned gen;
+};
+static struct {
+  pthread_mutex_t mu; /* guards v, n, cap; never held across a driver call */
+  struct held_free *v;
+  size_t n, cap;
+} held = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static atomic_size_t nheld;
+
+static bool hold_free(void *p, int device, unsigned gen) {
+  pthread_mutex_lock(&held.mu);
+  if (held.n == held.cap) {
+    size_t cap = held.cap ? 2 * held.cap : 16;
+    struct held_free *v = realloc(held.v, cap * sizeof *v);
+    if (v == NULL) {
+      pthread_mutex_unlock(&held.mu);
+      return false;
+    }
+    held.v = v;
+    held.cap = cap;
+  }
+  held.v[held.n++] = (struct held_free){p, device, gen};
+  atomic_store_explicit(&nheld, held.n, memory_order_release);
+  pthread_mutex_unlock(&held.mu);
+  return true;
+}
+
+/* Gives the held frees to jemalloc once no capture may be in progress:
+ * each device's primary context is synchronised first (in relaxed mode:
+ * this may run on the reaper). Frees of a device reset since are dropped:
+ * the driver freed them. */
+static void release_held(void) {
+  if (atomic_load_explicit(&nheld, memory_order_acquire) == 0 || cudaev__capture_maybe()) return;
+  pthread_mutex_lock(&held.mu);
+  struct held_free *v = held.v;
+  size_t n = held.n;
+  held.v = NULL;
+  held.n = held.cap = 0;
+  atomic_store_explicit(&nheld, 0, memory_order_release);
+  pthread_mutex_unlock(&held.mu);
+  struct cudaev__capture_mode mode = cudaev__capture_relax();
+  for (int d = 0; d < ndevices; d++) {
+    size_t i = 0;
+    while (i < n && v[i].device != d) i++;
+    if (i == n) continue;
+    /* No primary context: no work of it can be in flight. */
+    CUcontext c = atomic_load_explicit(&cudaev__rt.devices[d].primary, memory_order_acquire);
+    if (c != NULL) (void)cudaev__drv.cuCtxSynchronize(c);
+    pthread_rwlock_rdlock(&je_lock);
+    for (; i < n; i++)
+      if (v[i].device == d && v[i].gen == atomic_load_explicit(&gens[d], memory_order_acquire))
+        cudaev_je_dallocx(v[i].p, MALLOCX_TCACHE_NONE);
+    pthread_rwlock_unlock(&je_lock);
+  }
+  cudaev__capture_restore(mode);
+  free(v);
+}
+
 /* ---- reaper ---------------------------------------------------------------- */
 
 static pthread_mutex_t purge_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -474,12 +546,13 @@ static void *reaper_main(void *arg) {
       idle_since = t;
     }
     bool idle = t - idle_since >= decay;
+    release_held();
     pool_purge(idle);
     pthread_mutex_lock(&reaper.mu);
     /* Dekker with note_free: it bumps the activity, then reads the flag;
      * this clears the flag, then reads the activity. One of the two sees
      * the other, so a free is never left without a reaper. */
-    if (idle) {
+    if (idle && atomic_load(&nheld) == 0) {
       atomic_store(&pool_dirty, false);
       if (atomic_load(&pool_activity) != seen) atomic_store(&pool_dirty, true);
     }
@@ -544,12 +617,14 @@ static void fork_prepare(void) {
   pthread_mutex_lock(&purge_mu);
   pthread_rwlock_wrlock(&je_lock);
   pthread_mutex_lock(&reaper.mu);
+  pthread_mutex_lock(&held.mu);
   pthread_mutex_lock(&reg.mu);
   for (int i = 0; i < LIVE_SHARDS; i++) pthread_mutex_lock(&live[i].mu);
 }
 static void fork_parent(void) {
   for (int i = LIVE_SHARDS - 1; i >= 0; i--) pthread_mutex_unlock(&live[i].mu);
   pthread_mutex_unlock(&reg.mu);
+  pthread_mutex_unlock(&held.mu);
   pthread_mutex_unlock(&reaper.mu);
   pthread_rwlock_unlock(&je_lock);
   pthread_mutex_unlock(&purge_mu);
@@ -565,6 +640,7 @@ static void fork_child(void) {
   for (int i = 0; i < LIVE_SHARDS; i++) pthread_mutex_init(&live[i].mu, NULL);
   pthread_mutex_init(&reg.mu, NULL);
   pthread_mutex_init(&reaper.mu, NULL);
+  pthread_mutex_init(&held.mu, NULL);
   pthread_rwlockattr_t a;
   pthread_rwlockattr_init(&a);
   pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -662,13 +738,31 @@ bool cudaev__hostpool_free(void *p, cudaError_t *e) {
   if (live_take((uintptr_t)p, &le)) {
     /* From before a reset of its device: the driver freed it and answers. */
     if (le.gen != atomic_load_explicit(&gens[le.pa->device], memory_order_acquire)) return false;
+    /* During a capture the synchronisation below would invalidate it:
+     * the memory is held instead (release_held), unless the driver would
+     * refuse NVIDIA's cuMemFreeHost on this thread too. Then the
+     * synchronisation fails as that free does (and invalidates the capture
+     * as it does), and the memory stays allocated, as a refused free
+     * leaves it. */
+    if (cudaev__capture_maybe()) {
+      if (!cudaev__capture_forbids_unsafe() && hold_free(p, le.pa->device, le.gen)) {
+        note_free();
+        *e = cudaSuccess;
+        return true;
+      }
+    }
     /* cuMemFreeHost waits for the GPU before the pages can be reused; so
      * must a free that makes them reusable at once. */
     CUresult r = cudaev__drv.cuCtxSynchronize(NULL);
+    if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && live_put((uintptr_t)p, le.pa, le.gen)) {
+      *e = cudaev__error_from_cu(r);
+      return true;
+    }
     pthread_rwlock_rdlock(&je_lock);
     cudaev_je_dallocx(p, MALLOCX_TCACHE_NONE);
     pthread_rwlock_unlock(&je_lock);
     note_free();
+    release_held();
     *e = r == CUDA_SUCCESS ? cudaSuccess : cudaev__error_from_cu(r);
     return true;
   }

@@ -13,6 +13,8 @@
  */
 #include "internal.h"
 
+#include "capture.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,8 +328,10 @@ cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *
 static cudaError_t begin_capture_impl(cudaStream_t s, enum cudaStreamCaptureMode mode, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   CUDAEV_LIVE_OR_RETURN(s);
-  return cudaev__ret_cu(
-      cudaev__drv.cuStreamBeginCapture(cudaev__stream(s, pt), (CUstreamCaptureMode)mode));
+  CUstream cs = cudaev__stream(s, pt);
+  CUresult r = cudaev__drv.cuStreamBeginCapture(cs, (CUstreamCaptureMode)mode);
+  if (r == CUDA_SUCCESS) cudaev__capture_began(cs, (CUstreamCaptureMode)mode);
+  return cudaev__ret_cu(r);
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamBeginCapture, _ptsz);
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
@@ -346,9 +350,12 @@ static cudaError_t begin_capture_to_graph_impl(cudaStream_t s, cudaGraph_t g,
   /* A graph the driver would crash on (handle.h): cudaErrorInvalidValue,
    * NVIDIA's answer to a NULL graph (its runtime crashes on this one). */
   CUDAEV_LIVE_OR_RETURN_ERR(g, cudaErrorInvalidValue);
-  return cudaev__ret_cu(cudaev__drv.cuStreamBeginCaptureToGraph(
-      cudaev__stream(s, pt), (CUgraph)g, (const CUgraphNode *)deps, (const CUgraphEdgeData *)data,
-      n, (CUstreamCaptureMode)mode));
+  CUstream cs = cudaev__stream(s, pt);
+  CUresult r = cudaev__drv.cuStreamBeginCaptureToGraph(cs, (CUgraph)g, (const CUgraphNode *)deps,
+                                                       (const CUgraphEdgeData *)data, n,
+                                                       (CUstreamCaptureMode)mode);
+  if (r == CUDA_SUCCESS) cudaev__capture_began(cs, (CUstreamCaptureMode)mode);
+  return cudaev__ret_cu(r);
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamBeginCaptureToGraph, _ptsz);
 cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
@@ -370,7 +377,12 @@ cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t 
 static cudaError_t end_capture_impl(cudaStream_t s, cudaGraph_t *g, bool pt) {
   CUDAEV_CTX_OR_RETURN();
   CUDAEV_LIVE_OR_RETURN(s);
-  return cudaev__ret_cu(cudaev__drv.cuStreamEndCapture(cudaev__stream(s, pt), (CUgraph *)g));
+  CUstream cs = cudaev__stream(s, pt);
+  CUresult r = cudaev__drv.cuStreamEndCapture(cs, (CUgraph *)g);
+  /* Refused from the wrong thread, the capture goes on; otherwise it is
+   * over, invalidated or not. */
+  if (r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) cudaev__capture_ended(cs);
+  return cudaev__ret_cu(r);
 }
 CUDAEV_DECLARE_VARIANT(cudaStreamEndCapture, _ptsz);
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {

@@ -5,8 +5,9 @@
 //
 // For each capture mode of the capturing thread, and for each thing a
 // second thread of the application does inside the capture window (nothing,
-// pinned allocation and free, a staged pageable copy on a stream of its own
-// with its synchronisation, a synchronous pageable copy), the capture is
+// pinned allocation and free, a free of pinned memory allocated before, a
+// staged pageable copy on a stream of its own with its synchronisation, a
+// synchronous pageable copy), the capture is
 // held open for 30 ms while the pinned pool has freed memory to give back
 // (ours: its reaper purges after 4 ms idle here, so its driver frees fall
 // inside the window). Printed: the second thread's codes, the capture's end,
@@ -25,8 +26,9 @@ __global__ void add_one(int *p, int n) {
   if (i < n) p[i] += 1;
 }
 
-enum action { NOTHING, PINNED, STAGED_ASYNC, STAGED_SYNC, N_ACTIONS };
-static const char *action_name[] = {"nothing", "pinned alloc+free", "staged async copy+sync",
+enum action { NOTHING, PINNED, PINNED_FREE, STAGED_ASYNC, STAGED_SYNC, N_ACTIONS };
+static const char *action_name[] = {"nothing", "pinned alloc+free",
+                                    "pinned free (allocated before)", "staged async copy+sync",
                                     "staged sync copy"};
 static const char *mode_name(cudaStreamCaptureMode m) {
   return m == cudaStreamCaptureModeGlobal        ? "global"
@@ -41,6 +43,7 @@ struct other {
   action what;
   char *host;      // pageable
   void *dev;       // COPY bytes
+  void *pre;       // pinned, allocated before the capture
   cudaStream_t st; // the second thread's own stream
   cudaError_t e[3];
 };
@@ -56,6 +59,10 @@ static void *other_main(void *arg) {
     o->e[1] = p != nullptr ? cudaFreeHost(p) : cudaSuccess;
     break;
   }
+  case PINNED_FREE:
+    o->e[0] = cudaFreeHost(o->pre);
+    if (o->e[0] == cudaSuccess) o->pre = nullptr;
+    break;
   case STAGED_ASYNC:
     o->e[0] = cudaMemcpyAsync(o->dev, o->host, COPY, cudaMemcpyHostToDevice, o->st);
     o->e[1] = cudaMemcpyAsync(o->host, o->dev, COPY, cudaMemcpyDeviceToHost, o->st);
@@ -79,6 +86,8 @@ static std::string round_once(cudaStreamCaptureMode mode, action what, int *d, c
   char line[512];
   void *p = nullptr;
   if (cudaMallocHost(&p, (size_t)4 << 20) == cudaSuccess) cudaFreeHost(p);
+  o->pre = nullptr;
+  cudaError_t pre = cudaMallocHost(&o->pre, (size_t)256 << 10);
   cudaMemset(d, 0, N * sizeof(int));
   cudaDeviceSynchronize();
   cudaError_t begin = cudaStreamBeginCapture(s, mode);
@@ -106,16 +115,18 @@ static std::string round_once(cudaStreamCaptureMode mode, action what, int *d, c
     }
     cudaGraphDestroy(g);
   }
+  // A free the capture refused left the memory allocated: it goes now.
+  cudaError_t after = o->pre != nullptr ? cudaFreeHost(o->pre) : cudaSuccess;
   cudaError_t last = cudaGetLastError();
   snprintf(line, sizeof line,
            "other: %s %s %s | begin %s end %s graph %d instantiate %s launch %s sync %s "
-           "result %d (want %d) last %s",
+           "result %d (want %d) pinned before %s, freed after %s last %s",
            cudaGetErrorName(o->e[0]), cudaGetErrorName(o->e[1]), cudaGetErrorName(o->e[2]),
            cudaGetErrorName(begin), cudaGetErrorName(end), g != nullptr,
            g != nullptr ? cudaGetErrorName(inst) : "-",
            inst == cudaSuccess ? cudaGetErrorName(launch) : "-",
            inst == cudaSuccess ? cudaGetErrorName(sync) : "-", first, LAUNCHES,
-           cudaGetErrorName(last));
+           cudaGetErrorName(pre), cudaGetErrorName(after), cudaGetErrorName(last));
   return line;
 }
 

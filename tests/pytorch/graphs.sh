@@ -9,7 +9,9 @@
 #   tests/pytorch/graphs.sh BUILD_DIR TEST_CUDA_PY LOG_DIR [JOBS] [SELECTION]
 #
 # SELECTION is pytest's -k expression (default: the graph, memory-pool,
-# block-state and optimizer-capture tests). Ends with one line
+# block-state and optimizer-capture tests); PYTORCH_GRAPHS_TIMEOUT bounds
+# each runtime's run (seconds, default 1200; past it pytest is stopped and
+# its report is what it wrote so far). Ends with one line
 # "pytorch-graphs: N passed, N failed" where a failure is a test that
 # NVIDIA's runtime passes and ours does not, or a worker that did not map
 # the runtime it should have.
@@ -38,7 +40,7 @@ for rt in nvidia cudaev; do
   [ "$rt" = cudaev ] && pre=(LD_PRELOAD="$ours")
   : >"$logs/$rt.maps"
   (cd "$(dirname "$test_py")" && env "${pre[@]}" CUDART_PROBE_LOG="$logs/$rt.maps" \
-    python3 -m pytest -p cudart_probe -p no:cacheprovider -q -n "$jobs" -k "$selection" \
+    timeout -s INT "${PYTORCH_GRAPHS_TIMEOUT:-1200}" python3 -m pytest -p cudart_probe -p no:cacheprovider -q -n "$jobs" -k "$selection" \
     --junitxml="$logs/$rt.xml" "$test_py") >"$logs/$rt.txt" 2>&1
   echo "$rt: pytest exit $?; $(tail -n 1 "$logs/$rt.txt")"
 done

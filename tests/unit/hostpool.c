@@ -304,3 +304,96 @@ Test(hostpool, fork_child_allocates_and_frees) {
     cr_expect_null(r);
   }
 }
+
+/* A capture on a stream of the context: a pooled free must not synchronise
+ * the context (the driver refuses that during a capture and invalidates
+ * it), so the memory is held, not reused, until the capture is over; the
+ * next free after it synchronises and gives it back. */
+static atomic_int capturing;
+static CUresult fake_begin_capture(CUstream s, CUstreamCaptureMode m) {
+  (void)s;
+  (void)m;
+  atomic_store(&capturing, 1);
+  return CUDA_SUCCESS;
+}
+static CUresult fake_is_capturing(CUstream s, CUstreamCaptureStatus *st) {
+  (void)s;
+  *st = atomic_load(&capturing) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_end_capture(CUstream s, CUgraph *g) {
+  (void)s;
+  atomic_store(&capturing, 0);
+  *g = (CUgraph)(uintptr_t)0x100a00;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_stream_create(CUstream *s, unsigned flags) {
+  (void)flags;
+  *s = (CUstream)(uintptr_t)0x100c00;
+  return CUDA_SUCCESS;
+}
+static _Thread_local CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+static CUresult fake_exchange_mode(CUstreamCaptureMode *m) {
+  CUstreamCaptureMode old = thread_mode;
+  thread_mode = *m;
+  *m = old;
+  return CUDA_SUCCESS;
+}
+/* The driver refuses to synchronise a context with a capturing stream. */
+static CUresult fake_sync_refused_in_capture(CUcontext c) {
+  if (atomic_load(&capturing)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  return fake_host_sync(c);
+}
+static void capture_joins_the_fake_driver(void) {
+  /* The suite's set-up installed the fake driver. */
+  cudaev__drv.cuStreamBeginCapture = fake_begin_capture;
+  cudaev__drv.cuStreamIsCapturing = fake_is_capturing;
+  cudaev__drv.cuStreamEndCapture = fake_end_capture;
+  cudaev__drv.cuStreamCreate = fake_stream_create;
+  cudaev__drv.cuThreadExchangeStreamCaptureMode = fake_exchange_mode;
+  cudaev__drv.cuCtxSynchronize = fake_sync_refused_in_capture;
+}
+
+Test(hostpool, a_free_during_a_capture_is_held_until_it_ends) {
+  capture_joins_the_fake_driver();
+  cudaStream_t s;
+  cr_assert_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  void *a = pinned(64 * KIB, 0);
+  cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  int syncs = atomic_load(&fake_host_syncs);
+  cr_expect_eq(cudaFreeHost(a), cudaSuccess);
+  cr_expect_eq(atomic_load(&fake_host_syncs), syncs, "no context synchronisation in a capture");
+  void *b = pinned(64 * KIB, 0);
+  cr_expect_neq(b, a, "held memory is not handed out again");
+  cr_expect_eq(cudaFreeHost(b), cudaSuccess);
+  cr_expect_eq(atomic_load(&fake_host_syncs), syncs);
+  cudaGraph_t g;
+  cr_assert_eq(cudaStreamEndCapture(s, &g), cudaSuccess);
+  void *c = pinned(4 * KIB, 0);
+  cr_expect_eq(cudaFreeHost(c), cudaSuccess);
+  cr_expect_geq(atomic_load(&fake_host_syncs), syncs + 2, "its own and the held frees' sync");
+  void *d = pinned(64 * KIB, 0), *e = pinned(64 * KIB, 0);
+  cr_expect((d == a || d == b) && (e == a || e == b) && d != e, "both are reused after it");
+  cr_expect_eq(cudaFreeHost(d), cudaSuccess);
+  cr_expect_eq(cudaFreeHost(e), cudaSuccess);
+  cr_expect_eq(cudaGetLastError(), cudaSuccess);
+}
+
+/* Where the driver forbids a pinned free (this thread's own capture in
+ * global mode), the free fails as NVIDIA's does, with the driver's refusal,
+ * and the memory stays allocated: freed again after the capture, it goes. */
+Test(hostpool, a_free_the_capture_forbids_is_refused_and_stays_allocated) {
+  capture_joins_the_fake_driver();
+  cudaStream_t s;
+  cr_assert_eq(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  void *a = pinned(64 * KIB, 0);
+  cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  cr_expect_eq(cudaFreeHost(a), cudaErrorStreamCaptureUnsupported);
+  void *b = pinned(64 * KIB, 0);
+  cr_expect_neq(b, a, "the refused free left it allocated");
+  cudaGraph_t g;
+  cr_assert_eq(cudaStreamEndCapture(s, &g), cudaSuccess);
+  cr_expect_eq(cudaFreeHost(a), cudaSuccess);
+  cr_expect_eq(cudaFreeHost(b), cudaSuccess);
+  cr_expect_eq(cudaFreeHost(a), cudaErrorInvalidValue, "now it is freed");
+}
