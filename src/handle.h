@@ -110,7 +110,7 @@ enum cudaev__hkind {
 
 /* The kind of handle expression `h`, from its type (the runtime's and the
  * driver's names of one object map to one kind). */
-#define CUDAEV__HKIND(h)                                                   \
+#define CUDAEV__HKIND(h) \
   _Generic((h),                                                            \
       struct CUstream_st *: CUDAEV__HK_STREAM,                             \
       struct CUevent_st *: CUDAEV__HK_EVENT,                               \
@@ -163,8 +163,8 @@ static inline bool cudaev__handle_dead_as(const void *h, unsigned kind) {
   if (p <= (uintptr_t)CU_STREAM_PER_THREAD) return false;
   if (cudaev__addr_impossible(p)) return true;
   return cudaev__grave_holds(
-      atomic_load_explicit(&cudaev__handle_graves[cudaev__handle_slot(p)], memory_order_acquire),
-      p, kind);
+      atomic_load_explicit(&cudaev__handle_graves[cudaev__handle_slot(p)], memory_order_acquire), p,
+      kind);
 }
 #define cudaev__handle_dead(h) cudaev__handle_dead_as((const void *)(h), CUDAEV__HKIND(h))
 
@@ -172,9 +172,9 @@ static inline bool cudaev__handle_dead_as(const void *h, unsigned kind) {
  * dead (cudaev__handle_dead): the driver would crash on it, as NVIDIA's
  * runtime does. `err` is NVIDIA's answer for that type of handle where it
  * has one (its answer to NULL). */
-#define CUDAEV_LIVE_OR_RETURN_ERR(h, err)                                    \
-  do {                                                                       \
-    if (CUDAEV_UNLIKELY(cudaev__handle_dead(h))) return cudaev__ret(err);    \
+#define CUDAEV_LIVE_OR_RETURN_ERR(h, err)                                 \
+  do {                                                                    \
+    if (CUDAEV_UNLIKELY(cudaev__handle_dead(h))) return cudaev__ret(err); \
   } while (0)
 
 /* The same for streams, events, arrays and the other handles NVIDIA's

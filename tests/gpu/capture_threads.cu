@@ -36,15 +36,15 @@ static const char *mode_name(cudaStreamCaptureMode m) {
                                                  : "relaxed";
 }
 
-static const size_t COPY = (size_t)8 << 20; // past the staging ring's threshold
+static const size_t COPY = (size_t)8 << 20;  // past the staging ring's threshold
 static const int N = 1 << 16, LAUNCHES = 10, ROUNDS = 5;
 
 struct other {
   action what;
-  char *host;      // pageable
-  void *dev;       // COPY bytes
-  void *pre;       // pinned, allocated before the capture
-  cudaStream_t st; // the second thread's own stream
+  char *host;       // pageable
+  void *dev;        // COPY bytes
+  void *pre;        // pinned, allocated before the capture
+  cudaStream_t st;  // the second thread's own stream
   cudaError_t e[3];
 };
 
@@ -74,7 +74,7 @@ static void *other_main(void *arg) {
     break;
   default: break;
   }
-  cudaGetLastError(); // the thread's last error is its own
+  cudaGetLastError();  // the thread's last error is its own
   return nullptr;
 }
 
@@ -146,9 +146,8 @@ int main() {
   std::vector<char> host(COPY, 7);
   o.host = host.data();
 
-  const cudaStreamCaptureMode modes[] = {cudaStreamCaptureModeGlobal,
-                                         cudaStreamCaptureModeThreadLocal,
-                                         cudaStreamCaptureModeRelaxed};
+  const cudaStreamCaptureMode modes[] = {
+      cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeRelaxed};
   int differing = 0;
   for (cudaStreamCaptureMode mode : modes) {
     for (int a = 0; a < N_ACTIONS; a++) {
@@ -159,8 +158,7 @@ int main() {
         differing++;
         printf("  round %d differs: %s\n", r, again.c_str());
       }
-      printf("capture %s, other thread %s: %s\n", mode_name(mode), action_name[a],
-             first.c_str());
+      printf("capture %s, other thread %s: %s\n", mode_name(mode), action_name[a], first.c_str());
     }
   }
   printf("rounds that differ from their case's first: %d\n", differing);
