@@ -342,8 +342,10 @@ cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray,
                                        cudaMipmappedArray_const_t mipmappedArray,
                                        unsigned int level) {
   CUDAEV_CTX_OR_RETURN();
-  if (levelArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* The handle before the output: with both NULL, NVIDIA's runtime answers
+   * the handle's error. */
   if (mipmappedArray == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  if (levelArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
   ARRAY_LIVE_OR_RETURN(mipmappedArray);
   CUarray a = NULL;
   CUresult r = cudaev__drv.cuMipmappedArrayGetLevel(&a, (CUmipmappedArray)mipmappedArray, level);
@@ -383,6 +385,9 @@ cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc *desc, cudaArray_con
 
 cudaError_t cudaArrayGetPlane(cudaArray_t *pPlaneArray, cudaArray_t hArray, unsigned int planeIdx) {
   CUDAEV_CTX_OR_RETURN();
+  /* A NULL array is the driver's invalid handle, and NVIDIA's runtime
+   * answers it before a NULL output. */
+  if (hArray == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   if (pPlaneArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
   ARRAY_LIVE_OR_RETURN(hArray);
   CUarray p = NULL;

@@ -225,7 +225,10 @@ cudaError_t cudaFuncGetName(const char **name, const void *func) {
 cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset,
                                  size_t *paramSize) {
   CUDAEV_INIT_OR_RETURN();
-  /* The output before the function, as NVIDIA's runtime checks them. */
+  /* NVIDIA's order: a NULL function, the output, then the lookup of any
+   * other function (an unregistered one with a NULL output is an invalid
+   * value). */
+  if (func == NULL) return cudaev__ret(cudaErrorInvalidDeviceFunction);
   if (paramOffset == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = cudaev__kernel_lookup(func, &k);

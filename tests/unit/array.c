@@ -357,6 +357,29 @@ Test(array, malloc_array_passes_format_and_flags) {
   cr_expect(e.width == 10 && e.height == 8 && e.depth == 0 && flags == 0);
 }
 
+/* With every pointer NULL, NVIDIA's runtime answers the array handle's
+ * error before the output's (or, in cudaMemcpy2DArrayToArray, the NULL
+ * destination's); one NULL at a time gives what it gave before. */
+Test(array, null_handle_before_null_output) {
+  cr_expect_eq(cudaArrayGetPlane(NULL, NULL, 0), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaArrayGetPlane(NULL, (cudaArray_t)A1, 0), cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetMipmappedArrayLevel(NULL, NULL, 0), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetMipmappedArrayLevel(NULL, (cudaMipmappedArray_t)A1, 0),
+               cudaErrorInvalidValue);
+  cudaArray_t out = NULL;
+  cr_expect_eq(cudaGetMipmappedArrayLevel(&out, NULL, 0), cudaErrorInvalidResourceHandle);
+  ncopies = 0;
+  cr_expect_eq(cudaMemcpy2DArrayToArray(NULL, 0, 0, NULL, 0, 0, 16, 1, cudaMemcpyDeviceToDevice),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(
+      cudaMemcpy2DArrayToArray(NULL, 0, 0, (cudaArray_t)A1, 0, 0, 16, 1, cudaMemcpyDeviceToDevice),
+      cudaErrorInvalidValue);
+  cr_expect_eq(ncopies, 0);
+}
+
 /* cudaMemcpyToArray runs along the rows of the array and wraps: rows of A1
  * are 10 float4 = 160 bytes, so 500 bytes from byte 8 of row 1 are the
  * rest of row 1, rows 2-3 whole (one 2D copy) and the start of row 4. */

@@ -446,6 +446,31 @@ Test(register_, unloaded_library_kernel_takes_an_attribute_without_the_driver) {
   cr_expect_eq(cudaLibraryUnload(again), cudaSuccess);
 }
 
+/* With every pointer NULL, NVIDIA's runtime answers the function first;
+ * an unregistered function with a NULL output is still an invalid value,
+ * and the occupancy flags still come before the function's lookup. */
+Test(register_, null_function_answers_before_null_output) {
+  register_a();
+  int gets = get_libraries;
+  cr_expect_eq(cudaFuncGetParamInfo(NULL, 0, NULL, NULL), cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaFuncGetParamInfo(&stub_unknown, 0, NULL, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaOccupancyMaxActiveBlocksPerMultiprocessor(NULL, NULL, 128, 0),
+               cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(NULL, NULL, 128, 0, 0x100),
+               cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(NULL, &stub_unknown, 128, 0,
+                                                                      cudaOccupancyDefault),
+               cudaErrorInvalidValue);
+  int blocks;
+  cr_expect_eq(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, &stub_unknown, 128, 0, 0x100),
+      cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+  cr_expect_eq(get_libraries, gets, "the driver was asked about a function");
+}
+
 Test(register_, missing_device_function_is_invalid_device_function) {
   void **h = __cudaRegisterFatBinary(&wrap_a);
   __cudaRegisterFunction(h, stub_k1, "missing", "missing", -1, NULL, NULL, NULL, NULL, NULL);
