@@ -471,6 +471,32 @@ Test(register_, null_function_answers_before_null_output) {
   cr_expect_eq(get_libraries, gets, "the driver was asked about a function");
 }
 
+/* cudaKernelSetAttributeForDevice judges the attribute before the device
+ * (NVIDIA's answer when both are bad is the attribute's), and before the
+ * kernel. */
+Test(register_, kernel_attribute_judged_before_device) {
+  cudaLibrary_t lib;
+  cudaKernel_t k;
+  cr_assert_eq(cudaLibraryLoadData(&lib, "code", NULL, NULL, 0, NULL, NULL, 0), cudaSuccess);
+  cr_assert_eq(cudaLibraryGetKernel(&k, lib, "k"), cudaSuccess);
+  cr_expect_eq(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMax, 0, 7),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+  cr_expect_eq(cudaKernelSetAttributeForDevice(k, (enum cudaFuncAttribute)(-1), 0, -1),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaKernelSetAttributeForDevice(NULL, cudaFuncAttributeMax, 0, 7),
+               cudaErrorInvalidValue);
+  /* One bad at a time, as before. */
+  cr_expect_eq(
+      cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 7),
+      cudaErrorInvalidDevice);
+  cr_expect_eq(
+      cudaKernelSetAttributeForDevice(NULL, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 0),
+      cudaErrorInvalidResourceHandle);
+  cr_expect_eq(set_attrs, 0, "the driver saw a refused call");
+  cr_expect_eq(cudaLibraryUnload(lib), cudaSuccess);
+}
+
 Test(register_, missing_device_function_is_invalid_device_function) {
   void **h = __cudaRegisterFatBinary(&wrap_a);
   __cudaRegisterFunction(h, stub_k1, "missing", "missing", -1, NULL, NULL, NULL, NULL, NULL);
