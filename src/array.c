@@ -246,10 +246,16 @@ cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent
 #define ARRAY_3D_FLAGS (ARRAY_2D_FLAGS | cudaArrayLayered | cudaArrayCubemap)
 
 /* The runtime's cudaArray* flags have the driver's CUDA_ARRAY3D_* values
- * (abi_asserts.c), so they are passed on as they are. */
+ * (abi_asserts.c), so they are passed on as they are.
+ *
+ * A zero width is no array in any of the three allocations, and NVIDIA's
+ * runtime answers it with cudaErrorInvalidValue before it looks at the
+ * channel descriptor (a bad one included). The other shapes the driver
+ * refuses (a depth without rows, a cubemap that is not square) still go
+ * to it after the descriptor: NVIDIA's order for those is not measured. */
 static cudaError_t array_desc(CUDA_ARRAY3D_DESCRIPTOR *ad, const struct cudaChannelFormatDesc *desc,
                               struct cudaExtent extent, unsigned flags, unsigned allowed) {
-  if (desc == NULL || (flags & ~allowed) != 0) return cudaErrorInvalidValue;
+  if (desc == NULL || (flags & ~allowed) != 0 || extent.width == 0) return cudaErrorInvalidValue;
   cudaError_t e = cudaev__channel_to_format(desc, &ad->Format, &ad->NumChannels);
   if (e != cudaSuccess) return e;
   ad->Width = extent.width;
