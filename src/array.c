@@ -246,10 +246,16 @@ cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent
 #define ARRAY_3D_FLAGS (ARRAY_2D_FLAGS | cudaArrayLayered | cudaArrayCubemap)
 
 /* The runtime's cudaArray* flags have the driver's CUDA_ARRAY3D_* values
- * (abi_asserts.c), so they are passed on as they are. */
+ * (abi_asserts.c), so they are passed on as they are.
+ *
+ * A zero width is no array in any of the three allocations, and NVIDIA's
+ * runtime answers it with cudaErrorInvalidValue before it looks at the
+ * channel descriptor (a bad one included). The other shapes the driver
+ * refuses (a depth without rows, a cubemap that is not square) still go
+ * to it after the descriptor: NVIDIA's order for those is not measured. */
 static cudaError_t array_desc(CUDA_ARRAY3D_DESCRIPTOR *ad, const struct cudaChannelFormatDesc *desc,
                               struct cudaExtent extent, unsigned flags, unsigned allowed) {
-  if (desc == NULL || (flags & ~allowed) != 0) return cudaErrorInvalidValue;
+  if (desc == NULL || (flags & ~allowed) != 0 || extent.width == 0) return cudaErrorInvalidValue;
   cudaError_t e = cudaev__channel_to_format(desc, &ad->Format, &ad->NumChannels);
   if (e != cudaSuccess) return e;
   ad->Width = extent.width;
@@ -342,8 +348,10 @@ cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray,
                                        cudaMipmappedArray_const_t mipmappedArray,
                                        unsigned int level) {
   CUDAEV_CTX_OR_RETURN();
-  if (levelArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  /* The handle before the output: with both NULL, NVIDIA's runtime answers
+   * the handle's error. */
   if (mipmappedArray == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
+  if (levelArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
   ARRAY_LIVE_OR_RETURN(mipmappedArray);
   CUarray a = NULL;
   CUresult r = cudaev__drv.cuMipmappedArrayGetLevel(&a, (CUmipmappedArray)mipmappedArray, level);
@@ -383,6 +391,9 @@ cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc *desc, cudaArray_con
 
 cudaError_t cudaArrayGetPlane(cudaArray_t *pPlaneArray, cudaArray_t hArray, unsigned int planeIdx) {
   CUDAEV_CTX_OR_RETURN();
+  /* A NULL array is the driver's invalid handle, and NVIDIA's runtime
+   * answers it before a NULL output. */
+  if (hArray == NULL) return cudaev__ret(cudaErrorInvalidResourceHandle);
   if (pPlaneArray == NULL) return cudaev__ret(cudaErrorInvalidValue);
   ARRAY_LIVE_OR_RETURN(hArray);
   CUarray p = NULL;

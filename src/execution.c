@@ -161,6 +161,9 @@ cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, 
 cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr,
                                             int value, int device) {
   CUDAEV_INIT_OR_RETURN();
+  /* The attribute before the device and the kernel, as NVIDIA's runtime
+   * checks them (and as cudaFuncSetAttribute does). */
+  if (!settable(attr)) return cudaev__ret(cudaErrorInvalidValue);
   if (!cudaev__device_valid(device)) return cudaev__ret(cudaErrorInvalidDevice);
   /* A kernel handle, not an entry address: NVIDIA's runtime answers NULL
    * as a handle and hands any other value to the driver unchecked (a
@@ -173,15 +176,13 @@ cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAt
    * driver, which answers success for a settable attribute by reading the
    * freed kernel (and crashes when that memory was reused). Ours answers
    * the same without the read. */
-  if (cudaev__handle_dead(kernel))
-    return settable(attr) ? cudaSuccess : cudaev__ret(cudaErrorInvalidValue);
+  if (cudaev__handle_dead(kernel)) return cudaSuccess;
   CUkernel k = (CUkernel)kernel;
   struct cudaev__kfunc *f = cudaev__kfunc_find(kernel);
   if (f != NULL) {
     cudaError_t e = cudaev__kfunc_kernel(f, &k);
     if (e != cudaSuccess) return cudaev__ret(e);
   }
-  if (!settable(attr)) return cudaev__ret(cudaErrorInvalidValue);
   return cudaev__ret_cu(cudaev__drv.cuKernelSetAttribute((CUfunction_attribute)attr, value, k,
                                                          cudaev__rt.devices[device].dev));
 }
@@ -225,7 +226,10 @@ cudaError_t cudaFuncGetName(const char **name, const void *func) {
 cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset,
                                  size_t *paramSize) {
   CUDAEV_INIT_OR_RETURN();
-  /* The output before the function, as NVIDIA's runtime checks them. */
+  /* NVIDIA's order: a NULL function, the output, then the lookup of any
+   * other function (an unregistered one with a NULL output is an invalid
+   * value). */
+  if (func == NULL) return cudaev__ret(cudaErrorInvalidDeviceFunction);
   if (paramOffset == NULL) return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;
   cudaError_t e = cudaev__kernel_lookup(func, &k);

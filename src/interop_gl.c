@@ -15,19 +15,26 @@
 #include <cuda_gl_interop.h>
 #pragma GCC visibility pop
 
-/* The driver's devices of the current GL context: CUDA_ERROR_INVALID_GRAPHICS_CONTEXT
- * when no GL context is current. One call site for cudaGLGetDevices and
- * no_gl_context. */
+/* The driver's devices of the current GL context. One call site for
+ * cudaGLGetDevices and no_gl_context. */
 static CUresult gl_devices(unsigned *n, CUdevice *found, unsigned cap, CUGLDeviceList list) {
   return cudaev__drv.cuGLGetDevices(n, found, cap, list);
 }
 
-/* True when the driver finds no current GL context (other answers, errors
- * included, leave the caller's own answer in place). */
-static bool no_gl_context(void) {
+/* The driver's answer when it finds no current GL context, else
+ * CUDA_SUCCESS. The answer depends on the machine: a driver with a
+ * desktop GL stack says CUDA_ERROR_INVALID_GRAPHICS_CONTEXT, one without
+ * a display stack CUDA_ERROR_OPERATING_SYSTEM. NVIDIA's runtime answered
+ * cudaErrorOperatingSystem on such a machine, so the callers report the
+ * driver's answer where they report the missing context. Other answers,
+ * errors included, leave the caller's own answer in place. */
+static CUresult no_gl_context(void) {
   CUdevice found[64];
   unsigned n = 0;
-  return gl_devices(&n, found, 64, CU_GL_DEVICE_LIST_ALL) == CUDA_ERROR_INVALID_GRAPHICS_CONTEXT;
+  CUresult r = gl_devices(&n, found, 64, CU_GL_DEVICE_LIST_ALL);
+  return r == CUDA_ERROR_INVALID_GRAPHICS_CONTEXT || r == CUDA_ERROR_OPERATING_SYSTEM
+             ? r
+             : CUDA_SUCCESS;
 }
 
 cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices,
@@ -89,12 +96,17 @@ cudaError_t cudaGraphicsGLRegisterImage(struct cudaGraphicsResource **resource, 
  * cudaErrorSetOnActiveProcess once the device's primary context is
  * initialised (measured on an H100 with a GL context current: cudaSuccess
  * before cudaFree(0), cudaErrorSetOnActiveProcess after). With no GL
- * context current, the first call is cudaErrorDevicesUnavailable. */
+ * context current, the first call is cudaErrorDevicesUnavailable where
+ * the driver says CUDA_ERROR_INVALID_GRAPHICS_CONTEXT (measured on an
+ * H100), and the driver's own answer where it says something else for
+ * the missing context. */
 cudaError_t cudaGLSetGLDevice(int device) {
   CUDAEV_INIT_OR_RETURN();
   cudaError_t e = cudaev__interop_device_fresh(device);
   if (e != cudaSuccess) return cudaev__ret(e);
-  if (no_gl_context()) return cudaev__ret(cudaErrorDevicesUnavailable);
+  CUresult g = no_gl_context();
+  if (g == CUDA_ERROR_INVALID_GRAPHICS_CONTEXT) return cudaev__ret(cudaErrorDevicesUnavailable);
+  if (g != CUDA_SUCCESS) return cudaev__ret_cu(g);
   return cudaSetDevice(device);
 }
 
@@ -107,11 +119,15 @@ cudaError_t cudaGLUnregisterBufferObject(GLuint bufObj) {
   CUDAEV_CTX_OR_RETURN();
   CUresult r = cudaev__drv.cuGLUnregisterBufferObject(bufObj);
   /* Without a current GL context the driver answers an invalid value where
-   * NVIDIA's runtime answers cudaErrorInvalidGraphicsContext (measured on
-   * an H100; with a context both answer cudaErrorInvalidValue for a buffer
-   * that is not registered): the GL device query tells the two apart. */
-  if (r == CUDA_ERROR_INVALID_VALUE && no_gl_context())
-    return cudaev__ret(cudaErrorInvalidGraphicsContext);
+   * NVIDIA's runtime answers the missing context (measured on an H100:
+   * cudaErrorInvalidGraphicsContext, the GL device query's answer there;
+   * with a context both answer cudaErrorInvalidValue for a buffer that is
+   * not registered): the GL device query tells the two apart, and its
+   * answer is the one given. */
+  if (r == CUDA_ERROR_INVALID_VALUE) {
+    CUresult g = no_gl_context();
+    if (g != CUDA_SUCCESS) return cudaev__ret_cu(g);
+  }
   return cudaev__ret_cu(r);
 }
 

@@ -10,6 +10,10 @@
 #include "handle.h"
 #include "register.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 /* The library handle the driver wrote to *library is live again (it may
  * reuse an unloaded one's address); leaves through `r`. */
 static cudaError_t loaded(CUresult r, cudaLibrary_t *library) {
@@ -38,14 +42,53 @@ cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code,
                 library);
 }
 
+/* Options the driver cannot read as given: too many (above), or a count
+ * with no list to read them from. */
+static bool bogus_options(enum cudaJitOption *jitOptions, void **jitOptionsValues,
+                          unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions,
+                          void **libraryOptionValues, unsigned int numLibraryOptions) {
+  return too_many_options(numLibraryOptions) ||
+         (numJitOptions > 0 && (jitOptions == NULL || jitOptionsValues == NULL)) ||
+         (numLibraryOptions > 0 && (libraryOptions == NULL || libraryOptionValues == NULL));
+}
+
+/* NVIDIA's runtime opens the file before it judges the options: a file
+ * that cannot be read gets the answer it gets with good options. Ours
+ * tries to read it; when that fails, the driver, asked with no options
+ * (which it cannot misread), gives its own answer for that file. Returns
+ * that answer, or CUDA_SUCCESS when the file is readable (then the
+ * options are judged). */
+static CUresult file_answer(const char *fileName) {
+  /* Not blocking: a FIFO without a writer counts as readable. */
+  int fd = open(fileName, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd >= 0) {
+    char c;
+    ssize_t n = read(fd, &c, 1);
+    bool readable = n >= 0 || errno == EAGAIN;
+    close(fd);
+    if (readable) return CUDA_SUCCESS;
+  }
+  CUlibrary lib = NULL;
+  CUresult r = cudaev__drv.cuLibraryLoadFromFile(&lib, fileName, NULL, NULL, 0, NULL, NULL, 0);
+  if (r != CUDA_SUCCESS) return r;
+  /* Readable after all (it changed in between): the load without the
+   * caller's options is undone and the options are judged. */
+  return cudaev__drv.cuLibraryUnload(lib);
+}
+
 cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *fileName,
                                     enum cudaJitOption *jitOptions, void **jitOptionsValues,
                                     unsigned int numJitOptions,
                                     enum cudaLibraryOption *libraryOptions,
                                     void **libraryOptionValues, unsigned int numLibraryOptions) {
   CUDAEV_INIT_OR_RETURN();
-  if (library == NULL || fileName == NULL || too_many_options(numLibraryOptions))
-    return cudaev__ret(cudaErrorInvalidValue);
+  if (library == NULL || fileName == NULL) return cudaev__ret(cudaErrorInvalidValue);
+  if (bogus_options(jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                    libraryOptionValues, numLibraryOptions)) {
+    CUresult r = file_answer(fileName);
+    if (r != CUDA_SUCCESS) return cudaev__ret_cu(r);
+  }
+  if (too_many_options(numLibraryOptions)) return cudaev__ret(cudaErrorInvalidValue);
   return loaded(cudaev__drv.cuLibraryLoadFromFile((CUlibrary *)library, fileName,
                                                   (CUjit_option *)jitOptions, jitOptionsValues,
                                                   numJitOptions, (CUlibraryOption *)libraryOptions,

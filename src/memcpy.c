@@ -203,9 +203,10 @@ static cudaError_t memcpy2d_array_to_array(cudaArray_t dst, size_t wOffsetDst, s
   bool done;
   cudaError_t e = pre2d(width, height, 0, false, kind, KINDS_ARRAY_TO_ARRAY, &done);
   /* Here a NULL destination is an invalid value, not an invalid handle
-   * (NVIDIA's runtime answers it so; a NULL source is an invalid handle). */
-  if (e == cudaSuccess && !done) e = dst == NULL ? cudaErrorInvalidValue : need_array(dst);
+   * (NVIDIA's runtime answers it so; a NULL source is an invalid handle).
+   * The source comes first: with both NULL, NVIDIA's answers the handle. */
   if (e == cudaSuccess && !done) e = need_array(src);
+  if (e == cudaSuccess && !done) e = dst == NULL ? cudaErrorInvalidValue : need_array(dst);
   if (e != cudaSuccess || done) return e;
   struct side2d d = {(CUarray)dst, NULL, 0, wOffsetDst, hOffsetDst};
   struct side2d sr = {(CUarray)src, NULL, 0, wOffsetSrc, hOffsetSrc};

@@ -19,8 +19,10 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlock
                                                                    size_t dynamicSMemSize,
                                                                    unsigned int flags) {
   CUDAEV_CTX_OR_RETURN();
+  /* NVIDIA's order: a NULL function, the output, the flags, then the
+   * lookup of any other function. */
+  if (func == NULL) return cudaev__ret(cudaErrorInvalidDeviceFunction);
   if (numBlocks == NULL) return cudaev__ret(cudaErrorInvalidValue);
-  /* The flags before the function, as NVIDIA's runtime checks them. */
   if (flags & ~(unsigned)cudaOccupancyDisableCachingOverride)
     return cudaev__ret(cudaErrorInvalidValue);
   CUkernel k;

@@ -357,6 +357,59 @@ Test(array, malloc_array_passes_format_and_flags) {
   cr_expect(e.width == 10 && e.height == 8 && e.depth == 0 && flags == 0);
 }
 
+/* A zero width is no array: NVIDIA's runtime answers it with an invalid
+ * value before it looks at the channel descriptor, bad or NULL. */
+Test(array, zero_width_before_channel_descriptor) {
+  cudaArray_t a = NULL;
+  cudaMipmappedArray_t m = NULL;
+  struct cudaChannelFormatDesc bad = cudaCreateChannelDesc(8, 16, 0, 0, cudaChannelFormatKindFloat);
+  memset(&created, 0, sizeof created);
+  created.Width = 99;
+  cr_expect_eq(cudaMallocArray(&a, &bad, 0, 1, 0), cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMallocArray(&a, &bad, 0, 0, 0), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMallocArray(&a, NULL, 0, 0, 0), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMalloc3DArray(&a, &bad, make_cudaExtent(0, 0, 0), 0), cudaErrorInvalidValue);
+  cr_expect_eq(cudaMalloc3DArray(&a, &bad, make_cudaExtent(0, 4, 4), cudaArrayLayered),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaMallocMipmappedArray(&m, &bad, make_cudaExtent(0, 0, 0), 1, 0),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaMallocMipmappedArray(&m, NULL, make_cudaExtent(0, 4, 0), 1, 0),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+  cr_expect_eq(created.Width, 99, "the driver was asked for an array");
+  /* With a width the descriptor is judged as before. */
+  cr_expect_eq(cudaMallocArray(&a, &bad, 1, 0, 0), cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(cudaMalloc3DArray(&a, &bad, make_cudaExtent(1, 1, 1), 0),
+               cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(cudaMallocMipmappedArray(&m, &bad, make_cudaExtent(4, 4, 0), 1, 0),
+               cudaErrorInvalidChannelDescriptor);
+  cr_expect_eq(cudaMallocArray(NULL, &bad, 0, 0, 0), cudaErrorInvalidValue);
+}
+
+/* With every pointer NULL, NVIDIA's runtime answers the array handle's
+ * error before the output's (or, in cudaMemcpy2DArrayToArray, the NULL
+ * destination's); one NULL at a time gives what it gave before. */
+Test(array, null_handle_before_null_output) {
+  cr_expect_eq(cudaArrayGetPlane(NULL, NULL, 0), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaArrayGetPlane(NULL, (cudaArray_t)A1, 0), cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetMipmappedArrayLevel(NULL, NULL, 0), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetMipmappedArrayLevel(NULL, (cudaMipmappedArray_t)A1, 0),
+               cudaErrorInvalidValue);
+  cudaArray_t out = NULL;
+  cr_expect_eq(cudaGetMipmappedArrayLevel(&out, NULL, 0), cudaErrorInvalidResourceHandle);
+  ncopies = 0;
+  cr_expect_eq(cudaMemcpy2DArrayToArray(NULL, 0, 0, NULL, 0, 0, 16, 1, cudaMemcpyDeviceToDevice),
+               cudaErrorInvalidResourceHandle);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  cr_expect_eq(
+      cudaMemcpy2DArrayToArray(NULL, 0, 0, (cudaArray_t)A1, 0, 0, 16, 1, cudaMemcpyDeviceToDevice),
+      cudaErrorInvalidValue);
+  cr_expect_eq(ncopies, 0);
+}
+
 /* cudaMemcpyToArray runs along the rows of the array and wraps: rows of A1
  * are 10 float4 = 160 bytes, so 500 bytes from byte 8 of row 1 are the
  * rest of row 1, rows 2-3 whole (one 2D copy) and the start of row 4. */

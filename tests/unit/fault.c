@@ -1281,6 +1281,12 @@ static void sc_library(void) {
   cudaLibrary_t lib = NULL, lib2 = NULL;
   C(cudaLibraryLoadData(&lib, fake_image, NULL, NULL, 0, NULL, NULL, 0));
   C(cudaLibraryLoadFromFile(&lib2, "/dev/null", NULL, NULL, 0, NULL, NULL, 0));
+  /* A file ours cannot read, with an option count and no lists: the driver
+   * is asked about the file alone, and (this fake loads any name) that
+   * library is unloaded before the options go to the driver. */
+  cudaLibrary_t lib3 = NULL;
+  C(cudaLibraryLoadFromFile(&lib3, "/nonexistent/cudaev-fault", NULL, NULL, 0, NULL, NULL, 1));
+  if (lib3 != NULL) C(cudaLibraryUnload(lib3));
   if (lib == NULL) return;
   cudaKernel_t k = NULL;
   C(cudaLibraryGetKernel(&k, lib, "k"));

@@ -583,6 +583,52 @@ Test(interop, gl_set_gl_device_refuses_an_active_device) {
   cr_expect_eq(cudaGetLastError(), cudaErrorSetOnActiveProcess);
 }
 
+/* Without a GL context the answer follows the driver's GL device query:
+ * a driver with a desktop GL stack says CUDA_ERROR_INVALID_GRAPHICS_CONTEXT
+ * (the answers measured on the H100s above), one without a display stack
+ * CUDA_ERROR_OPERATING_SYSTEM, which NVIDIA's runtime passes through.
+ * Other query failures leave each call's own answer. */
+static CUresult gl_query_says;
+static CUresult f_gl_query(unsigned *n, CUdevice *devs, unsigned cap, CUGLDeviceList list) {
+  (void)devs, (void)cap, (void)list;
+  *n = 0;
+  return gl_query_says;
+}
+
+Test(interop, gl_no_context_answer_follows_the_driver) {
+  cudaev__drv.cuGLUnregisterBufferObject = f_gl_unreg_invalid;
+  cudaev__drv.cuGLGetDevices = f_gl_query;
+  unsigned n;
+  int devs[4];
+
+  /* cudaGLSetGLDevice first: the calls below make the primary context,
+   * after which it answers cudaErrorSetOnActiveProcess. */
+  gl_query_says = CUDA_ERROR_OPERATING_SYSTEM;
+  cr_expect_eq(cudaGLSetGLDevice(1), cudaErrorOperatingSystem);
+  cr_expect_eq(cudaGetLastError(), cudaErrorOperatingSystem);
+  gl_query_says = CUDA_ERROR_INVALID_GRAPHICS_CONTEXT;
+  cr_expect_eq(cudaGLSetGLDevice(1), cudaErrorDevicesUnavailable);
+  cr_expect_eq(cudaGetLastError(), cudaErrorDevicesUnavailable);
+  cr_expect_eq(fake_retains, 0);
+
+  gl_query_says = CUDA_ERROR_OPERATING_SYSTEM;
+  cr_expect_eq(cudaGLGetDevices(NULL, devs, 4, cudaGLDeviceListAll), cudaErrorOperatingSystem);
+  cr_expect_eq(cudaGLGetDevices(&n, devs, 4, cudaGLDeviceListAll), cudaErrorOperatingSystem);
+  cr_expect_eq(cudaGLGetDevices(&n, devs, 4, (enum cudaGLDeviceList)9), cudaErrorInvalidValue);
+  cr_expect_eq(cudaGLUnregisterBufferObject(5), cudaErrorOperatingSystem);
+  cr_expect_eq(cudaGetLastError(), cudaErrorOperatingSystem);
+
+  gl_query_says = CUDA_ERROR_INVALID_GRAPHICS_CONTEXT;
+  cr_expect_eq(cudaGLGetDevices(NULL, devs, 4, cudaGLDeviceListAll),
+               cudaErrorInvalidGraphicsContext);
+  cr_expect_eq(cudaGLUnregisterBufferObject(5), cudaErrorInvalidGraphicsContext);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidGraphicsContext);
+
+  gl_query_says = CUDA_ERROR_UNKNOWN;
+  cr_expect_eq(cudaGLUnregisterBufferObject(5), cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+}
+
 /* ---- VDPAU ---------------------------------------------------------------- */
 
 Test(interop, vdpau_get_device_maps_handle_to_ordinal) {

@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 
 struct wrapper {
   int magic, version;
@@ -444,6 +445,117 @@ Test(register_, unloaded_library_kernel_takes_an_attribute_without_the_driver) {
       cudaSuccess);
   cr_expect_eq(set_attrs, 2);
   cr_expect_eq(cudaLibraryUnload(again), cudaSuccess);
+}
+
+/* With every pointer NULL, NVIDIA's runtime answers the function first;
+ * an unregistered function with a NULL output is still an invalid value,
+ * and the occupancy flags still come before the function's lookup. */
+Test(register_, null_function_answers_before_null_output) {
+  register_a();
+  int gets = get_libraries;
+  cr_expect_eq(cudaFuncGetParamInfo(NULL, 0, NULL, NULL), cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaFuncGetParamInfo(&stub_unknown, 0, NULL, NULL), cudaErrorInvalidValue);
+  cr_expect_eq(cudaOccupancyMaxActiveBlocksPerMultiprocessor(NULL, NULL, 128, 0),
+               cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(NULL, NULL, 128, 0, 0x100),
+               cudaErrorInvalidDeviceFunction);
+  cr_expect_eq(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(NULL, &stub_unknown, 128, 0,
+                                                                      cudaOccupancyDefault),
+               cudaErrorInvalidValue);
+  int blocks;
+  cr_expect_eq(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, &stub_unknown, 128, 0, 0x100),
+      cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+  cr_expect_eq(get_libraries, gets, "the driver was asked about a function");
+}
+
+/* cudaKernelSetAttributeForDevice judges the attribute before the device
+ * (NVIDIA's answer when both are bad is the attribute's), and before the
+ * kernel. */
+Test(register_, kernel_attribute_judged_before_device) {
+  cudaLibrary_t lib;
+  cudaKernel_t k;
+  cr_assert_eq(cudaLibraryLoadData(&lib, "code", NULL, NULL, 0, NULL, NULL, 0), cudaSuccess);
+  cr_assert_eq(cudaLibraryGetKernel(&k, lib, "k"), cudaSuccess);
+  cr_expect_eq(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMax, 0, 7),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue);
+  cr_expect_eq(cudaKernelSetAttributeForDevice(k, (enum cudaFuncAttribute)(-1), 0, -1),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaKernelSetAttributeForDevice(NULL, cudaFuncAttributeMax, 0, 7),
+               cudaErrorInvalidValue);
+  /* One bad at a time, as before. */
+  cr_expect_eq(
+      cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 7),
+      cudaErrorInvalidDevice);
+  cr_expect_eq(
+      cudaKernelSetAttributeForDevice(NULL, cudaFuncAttributeMaxDynamicSharedMemorySize, 0, 0),
+      cudaErrorInvalidResourceHandle);
+  cr_expect_eq(set_attrs, 0, "the driver saw a refused call");
+  cr_expect_eq(cudaLibraryUnload(lib), cudaSuccess);
+}
+
+/* cudaLibraryLoadFromFile: NVIDIA's runtime opens the file before it
+ * judges the options, so a file that cannot be read answers as it does
+ * with good options (here the fake driver's file-not-found). */
+static int file_loads;
+static unsigned file_nj, file_nl;
+static bool file_any; /* load whatever is named, as if it appeared meanwhile */
+static CUresult fake_load_file(CUlibrary *lib, const char *name, CUjit_option *jo, void **jv,
+                               unsigned nj, CUlibraryOption *lo, void **lv, unsigned nl) {
+  file_loads++;
+  file_nj = nj;
+  file_nl = nl;
+  if (!file_any && access(name, R_OK) != 0) return CUDA_ERROR_FILE_NOT_FOUND;
+  if ((nj > 0 && (jo == NULL || jv == NULL)) || (nl > 0 && (lo == NULL || lv == NULL)))
+    return CUDA_ERROR_INVALID_VALUE;
+  return fake_load(lib, name, jo, jv, nj, lo, lv, nl);
+}
+
+Test(register_, library_file_read_before_options) {
+  cudaev__drv.cuLibraryLoadFromFile = fake_load_file;
+  const char *missing = "/nonexistent/cudaev-library.fatbin";
+  cudaLibrary_t lib = NULL;
+  cr_expect_eq(cudaLibraryLoadFromFile(&lib, missing, NULL, NULL, 0, NULL, NULL, 0),
+               cudaErrorFileNotFound);
+  /* Option counts with no lists, or too many options: the file first, and
+   * the driver is asked about it with no options. */
+  cr_expect_eq(cudaLibraryLoadFromFile(&lib, missing, NULL, NULL, 0, NULL, NULL, 1),
+               cudaErrorFileNotFound);
+  cr_expect_eq(cudaGetLastError(), cudaErrorFileNotFound);
+  cr_expect_eq(file_nl, 0);
+  cr_expect_eq(cudaLibraryLoadFromFile(&lib, missing, NULL, NULL, 3, NULL, NULL, 0),
+               cudaErrorFileNotFound);
+  cr_expect_eq(file_nj, 0);
+  cr_expect_eq(cudaLibraryLoadFromFile(&lib, missing, NULL, NULL, 0, NULL, NULL, 0xffffffffu),
+               cudaErrorFileNotFound);
+  cr_expect_eq(file_nl, 0);
+  cr_expect_eq(file_loads, 4);
+  /* A readable file: the options are judged, too many before the driver. */
+  cr_expect_eq(cudaLibraryLoadFromFile(&lib, "/dev/null", NULL, NULL, 0, NULL, NULL, 0xffffffffu),
+               cudaErrorInvalidValue);
+  cr_expect_eq(file_loads, 4);
+  cr_expect_eq(cudaLibraryLoadFromFile(&lib, "/dev/null", NULL, NULL, 0, NULL, NULL, 1),
+               cudaErrorInvalidValue);
+  cr_expect_eq(file_loads, 5);
+  cr_expect_eq(file_nl, 1);
+  /* The arguments the runtime judges itself still come first. */
+  cr_expect_eq(cudaLibraryLoadFromFile(&lib, NULL, NULL, NULL, 0, NULL, NULL, 0xffffffffu),
+               cudaErrorInvalidValue);
+  cr_expect_eq(cudaLibraryLoadFromFile(NULL, missing, NULL, NULL, 0, NULL, NULL, 1),
+               cudaErrorInvalidValue);
+  cr_expect_eq(file_loads, 5);
+  /* A file that became readable between the two looks: the library the
+   * driver loaded without options is unloaded, and the options judged. */
+  file_any = true;
+  int unloaded = unloads;
+  cr_expect_eq(cudaLibraryLoadFromFile(&lib, missing, NULL, NULL, 0, NULL, NULL, 0xffffffffu),
+               cudaErrorInvalidValue);
+  cr_expect_eq(unloads, unloaded + 1);
+  cr_expect_eq(lib, NULL, "the output was written");
 }
 
 Test(register_, missing_device_function_is_invalid_device_function) {
