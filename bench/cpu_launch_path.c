@@ -6,7 +6,7 @@
  * only counts, installed through the driver table seam; the bare call to the
  * stand-in is timed beside it. The difference is the runtime's own share of
  * a launch, which on the GPU sits on top of the driver's ~2.35 us
- * (bench/RESULTS.md). Runs anywhere; not part of the GPU harness.
+ * (bench/RESULTS-history.md). Runs anywhere; not part of the GPU harness.
  *
  *   build/bench/cpu-launch-path
  */

@@ -5,7 +5,7 @@
  *
  * The stand-in: streams are queues of markers (word writes, event records)
  * that run only when the program says so ("the GPU passed them");
- * cuEventQuery busy-waits what the H200's took (bench/RESULTS.md:
+ * cuEventQuery busy-waits what the H200's took (bench/RESULTS-history.md:
  * 1.75 us for a passed event, ~0.1 us for one not yet passed; both
  * settable: CPU_LOOP_COST_QUERY_NS="passed,not_passed").
  *

@@ -59,6 +59,10 @@ static void finished(cudaev_future_t *f, cudaError_t status, void *user) {
   int good = status == cudaSuccess && r->ok;
   done++;
   failed += !good;
+  // A future's status may be one of cudaev's own outcomes (CUDAEV_ERROR_*),
+  // which cudaGetErrorName does not know: cudaev_error_name names both.
+  if (status != cudaSuccess && failed == 1)
+    printf("request %d: %s (%s)\n", r->id, cudaev_error_name(status), cudaev_error_string(status));
   cudaev_future_release(f);
   if (done == requests) ev_break(EV_DEFAULT, EVBREAK_ALL);
 }
@@ -68,27 +72,31 @@ static void tick(struct ev_loop *evl, ev_timer *t, int revents) {
   ticks++;
 }
 
-static int submit(struct request *r) {
+// Returns what the failed submission returned, else cudaSuccess.
+static cudaError_t submit(struct request *r) {
   cudaev_future_t *f[3];
   float k = 2.0f;
   int n = N;
   void *args[] = {&r->dev, &n, &k};
-  if (cudaev_memcpy_async(loop, r->dev, r->host, N * sizeof(float), cudaMemcpyHostToDevice,
-                          r->stream, &f[0]) != cudaSuccess ||
-      cudaev_launch_kernel_async(loop, (const void *)scale, dim3((N + 255) / 256), dim3(256), args,
-                                 0, r->stream, &f[1]) != cudaSuccess ||
-      cudaev_memcpy_async(loop, r->host, r->dev, N * sizeof(float), cudaMemcpyDeviceToHost,
-                          r->stream, &f[2]) != cudaSuccess)
-    return -1;
+  cudaError_t e;
+  if ((e = cudaev_memcpy_async(loop, r->dev, r->host, N * sizeof(float), cudaMemcpyHostToDevice,
+                               r->stream, &f[0])) != cudaSuccess)
+    return e;
+  if ((e = cudaev_launch_kernel_async(loop, (const void *)scale, dim3((N + 255) / 256), dim3(256),
+                                      args, 0, r->stream, &f[1])) != cudaSuccess)
+    return e;
+  if ((e = cudaev_memcpy_async(loop, r->host, r->dev, N * sizeof(float), cudaMemcpyDeviceToHost,
+                               r->stream, &f[2])) != cudaSuccess)
+    return e;
   for (int i = 0; i < 2; i++) cudaev_future_release(f[i]);  // the chain's end says it all
   cudaev_future_t *last = f[2];
   if (mode == 1) {
     r->ok = 1;
   } else {
     cudaev_future_release(f[2]);
-    if (cudaev_host_func(loop, r->stream, verify, r, &last) != cudaSuccess) return -1;
+    if ((e = cudaev_host_func(loop, r->stream, verify, r, &last)) != cudaSuccess) return e;
   }
-  return cudaev_future_then(last, finished, r) == cudaSuccess ? 0 : -1;
+  return cudaev_future_then(last, finished, r);
 }
 
 static void on_alarm(int sig) {
@@ -109,7 +117,7 @@ int main(int argc, char **argv) {
   struct ev_loop *evl = EV_DEFAULT;
   cudaError_t e = cudaev_loop_new_ev(evl, &loop);
   if (e != cudaSuccess) {
-    printf("no GPU loop: %s\n", cudaGetErrorName(e));
+    printf("no GPU loop: %s (%s)\n", cudaev_error_name(e), cudaev_error_string(e));
     return 1;
   }
   static struct request req[MAX_REQUESTS];
@@ -125,8 +133,8 @@ int main(int argc, char **argv) {
     for (int j = 0; j < N; j++) r->host[j] = (float)(j % 97);
   }
   for (int i = 0; i < requests; i++) {
-    if (submit(&req[i]) != 0) {
-      printf("submit failed: %s\n", cudaGetErrorName(cudaGetLastError()));
+    if ((e = submit(&req[i])) != cudaSuccess) {
+      printf("submit failed: %s (%s)\n", cudaev_error_name(e), cudaev_error_string(e));
       return 1;
     }
   }

@@ -1,5 +1,7 @@
 /* cudaev_uv.h: drives a foreign-mode cudaev loop from a libuv loop.
- * Header-only; copy it into your project.
+ * Header-only; `meson install` puts it beside cudaev.h, so a program built
+ * with `pkg-config --cflags --libs cudaev libuv` includes <cudaev_uv.h>
+ * (or copy it into your project).
  *
  *   struct cudaev_uv a;
  *   cudaev_loop_new_foreign(&loop);
@@ -22,6 +24,8 @@
  * Threads: all of this, and every cudaev callback, runs on the uv_run
  * thread (cudaev callbacks inside the poll or timer callback). Not
  * thread-safe, as libuv handles are not.
+ * Every function is static inline: a file that uses some of them gets no
+ * unused-function warning for the others.
  * Ownership: the caller owns `a` (it must stay valid until the close
  * callback ran) and the cudaev loop; the cudaev loop owns the fd. Destroy the
  * cudaev loop only after the close callback, so that libuv no longer polls
@@ -43,16 +47,16 @@ struct cudaev_uv {
   void (*on_close)(struct cudaev_uv *a);
 };
 
-static void cudaev_uv__process(struct cudaev_uv *a) { cudaev_loop_process(a->loop); }
+static inline void cudaev_uv__process(struct cudaev_uv *a) { cudaev_loop_process(a->loop); }
 
-static void cudaev_uv__on_poll(uv_poll_t *h, int status, int events) {
+static inline void cudaev_uv__on_poll(uv_poll_t *h, int status, int events) {
   (void)status, (void)events; /* on an error too: processing never hurts */
   cudaev_uv__process(h->data);
 }
 
-static void cudaev_uv__on_timer(uv_timer_t *h) { cudaev_uv__process(h->data); }
+static inline void cudaev_uv__on_timer(uv_timer_t *h) { cudaev_uv__process(h->data); }
 
-static void cudaev_uv__on_prepare(uv_prepare_t *h) {
+static inline void cudaev_uv__on_prepare(uv_prepare_t *h) {
   struct cudaev_uv *a = h->data;
   int ms = cudaev_loop_timeout(a->loop);
   if (ms < 0)
@@ -63,7 +67,7 @@ static void cudaev_uv__on_prepare(uv_prepare_t *h) {
 
 /* Starts driving `loop` (from cudaev_loop_new_foreign) on `uvl`. Returns 0
  * or a libuv error code. Thread: the uv_run thread. */
-static int cudaev_uv_start(struct cudaev_uv *a, uv_loop_t *uvl, cudaev_loop_t *loop) {
+static inline int cudaev_uv_start(struct cudaev_uv *a, uv_loop_t *uvl, cudaev_loop_t *loop) {
   int e;
   a->loop = loop;
   a->open_handles = 0;
@@ -80,7 +84,7 @@ static int cudaev_uv_start(struct cudaev_uv *a, uv_loop_t *uvl, cudaev_loop_t *l
   return uv_poll_start(&a->poll, UV_READABLE, cudaev_uv__on_poll);
 }
 
-static void cudaev_uv__on_closed(uv_handle_t *h) {
+static inline void cudaev_uv__on_closed(uv_handle_t *h) {
   struct cudaev_uv *a = h->data;
   if (--a->open_handles == 0 && a->on_close) a->on_close(a);
 }
@@ -88,7 +92,7 @@ static void cudaev_uv__on_closed(uv_handle_t *h) {
 /* Stops driving the loop and closes the handles; on_close (may be NULL)
  * runs once all three are closed. Legal inside any callback, cudaev's
  * included. Thread: the uv_run thread. */
-static void cudaev_uv_close(struct cudaev_uv *a, void (*on_close)(struct cudaev_uv *a)) {
+static inline void cudaev_uv_close(struct cudaev_uv *a, void (*on_close)(struct cudaev_uv *a)) {
   a->on_close = on_close;
   uv_close((uv_handle_t *)&a->poll, cudaev_uv__on_closed);
   uv_close((uv_handle_t *)&a->prepare, cudaev_uv__on_closed);

@@ -1,6 +1,7 @@
 /* loop_libuv: a cudaev loop driven by a libuv loop (foreign mode), through
- * the copyable adapter examples/cudaev_uv.h (a uv_poll_t on cudaev's fd, a
- * uv_prepare_t + uv_timer_t for cudaev's timeout).
+ * the adapter examples/cudaev_uv.h (a uv_poll_t on cudaev's fd, a
+ * uv_prepare_t + uv_timer_t for cudaev's timeout), which `meson install`
+ * puts beside cudaev.h as <cudaev_uv.h>.
  *
  * The application's own timer here is a uv_timer_t: the deadline after
  * which the slow request is cancelled (examples/requests.h describes the

@@ -7,12 +7,13 @@
  * words need them), which loop modes can be created, and the environment
  * variables that change cudaev. The last line starts with "result:".
  *
- *   cudaev-info [-q]      -q: print the result line only
+ *   cudaev-info [-q | -h | --help]   -q: print the result line only
  *
- * Exit status: 0 with a usable GPU; 2 without one (no driver, the toolkit's
- * stub driver, no device), the result line says why; 1 when something that
- * must work without a GPU failed (a thread or foreign loop could not be
- * made) or a GPU is there but a stream future did not complete.
+ * Exit status: 0 with a usable GPU, and after --help; 2 without one (no
+ * driver, the toolkit's stub driver, no device), the result line says why,
+ * and on a usage error (the usage on stderr); 1 when something that must
+ * work without a GPU failed (a thread or foreign loop could not be made) or
+ * a GPU is there but a stream future did not complete.
  *
  * Only public interfaces: the CUDA runtime API, cudaev.h, and the driver's
  * stream memory operations through cudaGetDriverEntryPointByVersion. The
@@ -32,7 +33,8 @@
 
 #include "cudaev.h"
 
-enum { EXIT_GPU = 0, EXIT_BROKEN = 1, EXIT_NO_GPU = 2 };
+/* A usage error exits 2 as well, the usual code for one (getopt's tools). */
+enum { EXIT_GPU = 0, EXIT_BROKEN = 1, EXIT_NO_GPU = 2, EXIT_USAGE = 2 };
 
 static int quiet;
 #define say(...)                     \
@@ -199,12 +201,41 @@ static void env_line(const char *name, const char *unset, const char *meaning) {
         meaning ? ")" : "");
 }
 
+static const char usage[] = "usage: cudaev-info [-q | -h | --help]\n";
+
+static void help(void) {
+  fputs(usage, stdout);
+  fputs(
+      "\n"
+      "Says what cudaev sees on this machine: the libcudart.so.13 this process\n"
+      "loaded, whether the driver was found (and the loader's reason when not),\n"
+      "the runtime and driver versions, the devices and whether their stream\n"
+      "memory operations work, which loop modes can be made, and the environment\n"
+      "variables that change cudaev. The last line starts with \"result:\".\n"
+      "\n"
+      "  -q          print the result line only\n"
+      "  -h, --help  print this help and exit\n"
+      "\n"
+      "Exit status:\n"
+      "  0  a usable GPU (a stream future on a thread loop completed)\n"
+      "  1  something that must work without a GPU failed, or a GPU is there\n"
+      "     but a stream future did not complete\n"
+      "  2  no usable GPU (no driver, the toolkit's stub driver, no device; the\n"
+      "     result line says why), or a usage error (the usage on stderr)\n",
+      stdout);
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    help();
+    return 0;
+  }
   if (argc == 2 && strcmp(argv[1], "-q") == 0) {
     quiet = 1;
   } else if (argc != 1) {
-    fprintf(stderr, "usage: cudaev-info [-q]\n");
-    return EXIT_BROKEN;
+    /* One option at most: with two, the second is the one too many. */
+    fprintf(stderr, "cudaev-info: unexpected argument '%s'\n%s", argv[argc == 2 ? 1 : 2], usage);
+    return EXIT_USAGE;
   }
   char why[512] = "";
   int ndev = 0, rt = 0, drv = 0;

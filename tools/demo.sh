@@ -7,36 +7,55 @@
 # reference of the same weights, stopped with SIGTERM. Without a GPU it says
 # why in one line (cudaev-info's result) and shows the CPU paths: the loop
 # on promises and the service on its CPU backend.
+#
+# The last line says what was shown and whether it all worked ("demo:
+# loop_epoll ok, inference service ok (cpu backend): all worked"), naming
+# what failed otherwise; the exit status is 1 if anything failed.
+#
+# CUDAEV_DEMO_BUILD=DIR runs the demo of a tree already built in DIR,
+# without installing or building anything, and CUDAEV_DEMO_SERVER=PROGRAM
+# stands in for the service: the unit test `demo` uses both.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-tools/deps.sh
-[ -f build/build.ninja ] || meson setup build
-ninja -C build
-export LD_LIBRARY_PATH="$PWD/build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+build=${CUDAEV_DEMO_BUILD:-build}
+if [ -z "${CUDAEV_DEMO_BUILD:-}" ]; then
+  tools/deps.sh
+  [ -f build/build.ninja ] || meson setup build
+  ninja -C build
+fi
+libdir=$(cd "$build" && pwd)
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+shown=()  # "what ok" or "what FAILED", in the order shown
+failed=0
+record() { # WHAT STATUS: STATUS 0 is "ok", anything else "FAILED"
+  if [ "$2" = 0 ]; then shown+=("$1 ok"); else shown+=("$1 FAILED"); failed=$((failed + 1)); fi
+}
 rc=0
-result=$(build/tools/cudaev-info -q) || rc=$?
+result=$("$build/tools/cudaev-info" -q) || rc=$?
+nogpu=""
 if [ "$rc" != 0 ]; then
-  echo "--- the GPU part cannot run here: ${result#result: } (build/tools/cudaev-info says more)"
+  nogpu=${result#result: }
+  echo "--- the GPU part cannot run here: $nogpu ($build/tools/cudaev-info says more)"
 else
-  echo "--- device_query on cudaev ($(readlink -f build/libcudart.so.13)):"
-  build/examples/device_query || true
-  for ex in build/examples/async_*; do
+  echo "--- device_query on cudaev ($(readlink -f "$build/libcudart.so.13")):"
+  s=0; "$build/examples/device_query" || s=$?
+  record device_query "$s"
+  for ex in "$build"/examples/async_*; do
     [ -x "$ex" ] || continue
     echo "--- $ex:"
-    "$ex" || true
+    s=0; "$ex" || s=$?
+    record "$(basename "$ex")" "$s"
   done
 fi
-echo "--- build/examples/loop_epoll (a cudaev loop in an epoll loop; docs/integrations.md):"
-build/examples/loop_epoll
+echo "--- $build/examples/loop_epoll (a cudaev loop in an epoll loop; docs/integrations.md):"
+s=0; "$build/examples/loop_epoll" || s=$?
+record loop_epoll "$s"
 
 # The inference service: start, ask, stop (docs/inference_server.md).
-srv=build/examples/inference_server/inference_server
-if [ ! -x "$srv" ]; then
-  echo "--- no $srv: libmicrohttpd (Debian libmicrohttpd-dev) was not found at build time"
-  exit 0
-fi
+srv=${CUDAEV_DEMO_SERVER:-$build/examples/inference_server/inference_server}
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+pid=""
+trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 serve() { # backend -> pid, port; the service's output in $tmp/<backend>.log
   rm -f "$tmp/port"
   "$srv" --backend "$1" --port 0 --port-file "$tmp/port" --weights "$tmp/weights.bin" \
@@ -51,25 +70,53 @@ ask() { # -> the answer to one JSON request
   curl -sS -X POST -H 'Content-Type: application/json' --data-binary @"$tmp/x.json" \
     "http://127.0.0.1:$port/v1/infer"
 }
-stop() { kill -TERM "$pid" && wait "$pid" && tail -n 1 "$tmp/$1.log" | sed 's/^/    /'; }
-python3 -c 'print([round((i * 37 % 201 - 100) / 100, 2) for i in range(64)])' >"$tmp/x.json"
-backend=cpu
-[ "$rc" = 0 ] && backend=gpu
-echo "--- $srv --backend $backend (one loop thread: HTTP, batching, GPU completions):"
-serve "$backend"
-echo "  \$ curl -X POST -H 'Content-Type: application/json' -d '$(cut -c1-40 "$tmp/x.json")...]' http://127.0.0.1:$port/v1/infer"
-ask | tee "$tmp/$backend.out" | sed 's/^/  /'
-echo "  \$ curl http://127.0.0.1:$port/health: $(curl -sS "http://127.0.0.1:$port/health")"
-echo "  \$ curl -s http://127.0.0.1:$port/metrics | grep -E '^infer_(requests_total|batch_size_count)'"
-curl -sS "http://127.0.0.1:$port/metrics" | grep -E '^infer_(requests_total\{code="200"\}|batch_size_count)' |
-  sed 's/^/  /'
-stop "$backend"
-if [ "$backend" = gpu ]; then
-  # The self-check: the CPU backend, same weights file, same request.
-  serve cpu >/dev/null
-  ask >"$tmp/cpu.out"
-  stop cpu >/dev/null
-  python3 - "$tmp/gpu.out" "$tmp/cpu.out" <<'PY'
+stop() { # exit 0 after SIGTERM, else 1
+  local s=0
+  kill -TERM "$pid" && wait "$pid" || s=$?
+  pid=""
+  tail -n 1 "$tmp/$1.log" | sed 's/^/    /'
+  return "$s"
+}
+answered() { # FILE: one answer of 16 finite numbers, as the model gives
+  python3 - "$1" <<'PY'
+import json, math, sys
+try:
+    a = json.load(open(sys.argv[1]))
+except ValueError:
+    a = None
+ok = isinstance(a, list) and len(a) == 16 and all(
+    isinstance(v, (int, float)) and math.isfinite(v) for v in a)
+sys.exit(0 if ok else 1)
+PY
+}
+service() { # backend: start, ask, stop; non-zero if any step failed
+  local b=$1
+  echo "--- $srv --backend $b (one loop thread: HTTP, batching, GPU completions):"
+  serve "$b" || return 1
+  echo "  \$ curl -X POST -H 'Content-Type: application/json' -d '$(cut -c1-40 "$tmp/x.json")...]' http://127.0.0.1:$port/v1/infer"
+  ask | tee "$tmp/$b.out" | sed 's/^/  /'
+  answered "$tmp/$b.out" || { echo "  (not an answer of 16 numbers)"; stop "$b"; return 1; }
+  local health
+  health=$(curl -sS "http://127.0.0.1:$port/health" || true)
+  echo "  \$ curl http://127.0.0.1:$port/health: $health"
+  echo "  \$ curl -s http://127.0.0.1:$port/metrics | grep -E '^infer_(requests_total|batch_size_count)'"
+  curl -sS "http://127.0.0.1:$port/metrics" | grep -E '^infer_(requests_total\{code="200"\}|batch_size_count)' |
+    sed 's/^/  /' || true
+  stop "$b" || return 1
+  [ "$health" = ok ]
+}
+if [ ! -x "$srv" ]; then
+  echo "--- no $srv: libmicrohttpd (Debian libmicrohttpd-dev) was not found at build time"
+  shown+=("inference service not built (no libmicrohttpd)")
+else
+  python3 -c 'print([round((i * 37 % 201 - 100) / 100, 2) for i in range(64)])' >"$tmp/x.json"
+  backend=cpu
+  [ "$rc" = 0 ] && backend=gpu
+  s=0; service "$backend" || s=$?
+  if [ "$s" = 0 ] && [ "$backend" = gpu ]; then
+    # The self-check: the CPU backend, same weights file, same request.
+    { serve cpu >/dev/null && ask >"$tmp/cpu.out" && stop cpu >/dev/null; } || s=1
+    [ "$s" = 0 ] && { python3 - "$tmp/gpu.out" "$tmp/cpu.out" <<'PY' || s=$?
 import json, sys
 g, c = (json.load(open(p)) for p in sys.argv[1:])
 err = max(abs(a - b) for a, b in zip(g, c)) / max(abs(b) for b in c)
@@ -77,4 +124,21 @@ print(f"--- self-check: the GPU's answer against the CPU reference: relative err
       f" ({'ok' if err <= 1e-5 else 'FAILED'})")
 sys.exit(err > 1e-5)
 PY
+    }
+  fi
+  record "inference service" "$s"
+  shown[${#shown[@]} - 1]="${shown[${#shown[@]} - 1]} ($backend backend)"
+fi
+
+# One line: what was shown, and whether it all worked.
+list=$(printf '%s, ' "${shown[@]}")
+list=${list%, }
+# Without a GPU, why in short ("no GPU: cudaErrorInsufficientDriver"): the
+# loader's words were on the first line.
+why=${nogpu%% (*}
+if [ "$failed" = 0 ]; then
+  echo "demo: $list: all worked${why:+; the GPU part did not run ($why)}"
+else
+  echo "demo: $list: $failed of ${#shown[@]} failed${why:+; the GPU part did not run ($why)}"
+  exit 1
 fi

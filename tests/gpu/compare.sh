@@ -13,7 +13,10 @@
 set -u
 ours_dir=$1; nvidia_lib=$2; shift 2
 if [ ! -e /dev/nvidiactl ] && [ ! -e /dev/nvidia0 ]; then
-  echo "SKIP: no NVIDIA GPU on this machine (no /dev/nvidia0); run tests/gpu/run.sh on a GPU machine"
+  # The reason alone on the SKIP line, worded as every gpu test words it, so
+  # that run.sh counts them as one group.
+  echo "to run the gpu suite on a GPU machine: tests/gpu/run.sh (tests/gpu/README.md)"
+  echo "SKIP: no NVIDIA GPU on this machine (no /dev/nvidia0)"
   exit 77
 fi
 nvidia_dir=$(dirname "$nvidia_lib")

@@ -4,6 +4,9 @@
 # recorded to where the tree is now, runs each test of the chosen suites
 # (TAP tests counted per subtest), keeps every log, prints a summary line
 # "N passed, N failed, N skipped" and exits non-zero on any failure.
+# Skipped tests (exit 77) are listed after the run, one line per reason
+# ("SKIP  39 gpu tests: no NVIDIA GPU on this machine (no /dev/nvidia0)"):
+# the reason is the test's last "SKIP: why" line, else its last line.
 #
 #   tests/gpu/run.sh [-b BUILD_DIR] [-o LOG_DIR] [-x TEST]... [SUITE...]   (default suite: gpu)
 #
@@ -38,9 +41,18 @@ def fix(s):
     return s.replace(old_build, build).replace(old_src, src) if isinstance(s, str) else s
 tests = json.load(open(os.path.join(build, "meson-info", "intro-tests.json")))
 passed = failed = skipped = 0
+skips = {}  # (suite, reason) -> names of the tests skipped for it
+def skip_reason(out):
+    """A skipped test's reason: its last "SKIP: why" line, else its last line."""
+    lines = [l.strip() for l in out.splitlines() if l.strip()]
+    for l in reversed(lines):
+        if l.startswith("SKIP:"):
+            return l[5:].strip() or "no reason given"
+    return lines[-1] if lines else "no reason given (exit 77, no output)"
 t0 = time.time()
 for t in tests:
-    if not any(s.split(":")[-1] in suites for s in t["suite"]) or t["name"] in excluded:
+    in_suites = [s.split(":")[-1] for s in t["suite"] if s.split(":")[-1] in suites]
+    if not in_suites or t["name"] in excluded:
         continue
     env = dict(os.environ)
     env.setdefault("CUDAEV_TRANSCRIPTS", os.path.join(logs, "transcripts"))
@@ -76,11 +88,18 @@ for t in tests:
     elif rc == 0:
         passed += 1; print(f"ok    {name:28} ({secs:.1f}s)")
     elif rc == 77:
-        skipped += 1; print(f"SKIP  {name:28} ({secs:.1f}s)")
+        # Printed once per reason after the run, not once per test.
+        skipped += 1; skips.setdefault((in_suites[0], skip_reason(out)), []).append(name)
     else:
         failed += 1; print(f"FAIL  {name:28} exit {rc} ({secs:.1f}s); log: {name}.log")
         for line in out.splitlines()[:40]:
             print("      | " + line)
+for (suite, reason), names in skips.items():
+    n = len(names)
+    which = f" ({', '.join(names)})" if n <= 6 else ""
+    print(f"SKIP  {n} {suite} test{'s' if n > 1 else ''}{which}: {reason}")
+if any(suite == "gpu" for suite, _ in skips):
+    print("      (the gpu suite on a GPU machine: CONTRIBUTING.md, \"On a GPU machine\")")
 print(f"suites {' '.join(suites)} in {time.time() - t0:.0f}s; logs in {logs}")
 # One archive too, for transports that bring back few files. It is written
 # beside the folder and then moved in: written inside, it changes the folder

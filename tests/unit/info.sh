@@ -22,6 +22,32 @@ case "$rc:$result" in
 esac
 [ "$("$info" -q)" = "$result" ] || fail "-q does not print the result line alone"
 
+# --help and -h: the help on stdout, nothing on stderr, exit 0, without
+# asking the runtime anything (no result line). An unknown option: the
+# usage on stderr, nothing on stdout, exit 2.
+for opt in --help -h; do
+  rc=0
+  out=$("$info" "$opt" 2>/dev/null) || rc=$?
+  err=$("$info" "$opt" 2>&1 >/dev/null) || true
+  [ "$rc" = 0 ] || fail "$opt: exit $rc"
+  [ -z "$err" ] || fail "$opt: wrote to stderr: $err"
+  echo "$out" | head -n 1 | grep -q "^usage: cudaev-info " || fail "$opt: no usage line first: $out"
+  echo "$out" | grep -q "^  -q " || fail "$opt: -q not described"
+  echo "$out" | grep -q "^Exit status:" || fail "$opt: exit statuses not described"
+  echo "$out" | grep -q "^result:" && fail "$opt: ran the probe (a result line)"
+done
+echo "--help: exit 0, $(echo "$out" | wc -l) lines"
+for args in "-x" "--bogus" "-q -q"; do
+  rc=0
+  # shellcheck disable=SC2086
+  out=$("$info" $args 2>&1 >/dev/null) || rc=$?
+  [ "$rc" = 2 ] || fail "'$args': exit $rc, not 2"
+  echo "$out" | grep -q "^usage: cudaev-info " || fail "'$args': no usage on stderr: $out"
+  # shellcheck disable=SC2086
+  [ -z "$("$info" $args 2>/dev/null)" ] || fail "'$args': wrote to stdout"
+done
+echo "unknown options: exit 2, usage on stderr"
+
 stub="$toolkit/lib64/stubs/libcuda.so"
 if [ -e "$stub" ]; then
   dir=$(mktemp -d)

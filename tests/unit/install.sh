@@ -1,6 +1,7 @@
 #!/bin/sh
 # `meson install` puts libcudart.so.13 in its own folder under libdir with a
-# pkg-config file, cudaev.h and cudaev-info. A program built with nothing but
+# pkg-config file, cudaev.h and the libuv adapter cudaev_uv.h, and
+# cudaev-info. A program built with nothing but
 # `pkg-config --cflags --libs cudaev` must compile under -pedantic -Werror
 # (the toolkit's headers come in through -isystem) and must load OUR
 # libcudart.so.13, also with the toolkit's lib64 on LD_LIBRARY_PATH (the .pc
@@ -31,7 +32,11 @@ echo "$cflags" | grep -q -- "-isystem $toolkit/include" || fail "the toolkit's h
 lib="$libdir/libcudart.so.13"
 [ -e "$lib" ] || fail "$lib not installed"
 readelf -d "$lib" | grep -q 'SONAME.*\[libcudart\.so\.13\]' || fail "SONAME of $lib"
-find "$dest" -name cudaev.h | grep -q . || fail "cudaev.h not installed"
+header=$(find "$dest" -name cudaev.h | head -n 1)
+[ -n "$header" ] || fail "cudaev.h not installed"
+# The libuv adapter lands beside cudaev.h, in the folder pkg-config's -I names.
+[ -f "$(dirname "$header")/cudaev_uv.h" ] || fail "cudaev_uv.h not installed beside $header"
+echo "$cflags" | grep -q -- "-I$(dirname "$header")\( \|$\)" || fail "-I is not cudaev.h's folder"
 
 # A user's program, built from pkg-config alone. -std=c99 -pedantic is what
 # proves -isystem: the toolkit's headers use C11's anonymous unions, which
@@ -67,6 +72,22 @@ if [ -e "$toolkit/lib64/libcudart.so.13" ]; then
     fail "control: without the rpath the toolkit's library should have won: $out"
   fi
   echo "control, no rpath, toolkit on LD_LIBRARY_PATH: $(echo "$out" | head -n 1)"
+fi
+
+# A libuv program built from pkg-config alone (cudaev and libuv) includes the
+# installed <cudaev_uv.h> and drives a foreign loop with it; where libuv's
+# development files are missing, only the header's presence is checked.
+# gnu11: uv.h uses POSIX types (pthread_rwlock_t) that strict -std=c11 hides.
+if pkg-config --exists libuv; then
+  uvflags=$(pkg-config --cflags --libs libuv)
+  # shellcheck disable=SC2086
+  "$cc" -std=gnu11 -Wall -Wextra -pedantic -Werror $san -o "$probe-uv" \
+    "$src/tests/unit/install_uv_probe.c" $cflags $libs $uvflags ||
+    fail "a libuv program does not build with <cudaev_uv.h> from pkg-config alone"
+  out=$(env -u LD_LIBRARY_PATH "$probe-uv" 2>&1) || fail "the libuv probe failed: $out"
+  echo "libuv program with the installed cudaev_uv.h: $out"
+else
+  echo "libuv program with the installed cudaev_uv.h: not built (no libuv.pc)"
 fi
 
 # cudaev-info is installed with a relative rpath, so it runs from DESTDIR.
