@@ -140,6 +140,9 @@ void cudaev__driver_install(const struct cudaev_driver *fake, int version) {
 
 struct cudaev__capture_mode cudaev__capture_relax(void) {
   struct cudaev__capture_mode m = {.mode = CU_STREAM_CAPTURE_MODE_RELAXED};
+  /* Without a driver (a loop on promises and timers only) there is no
+   * capture and no table to call through. */
+  if (cudaev__driver_load() != CUDAEV__DRIVER_OK) return m;
   m.swapped = cudaev__drv.cuThreadExchangeStreamCaptureMode(&m.mode) == CUDA_SUCCESS;
   return m;
 }

@@ -109,8 +109,8 @@ void cudaev__driver_install(const struct cudaev_driver *fake, int version);
  * cudaev__capture_relax() switches the calling thread to relaxed mode and
  * returns what to restore; cudaev__capture_restore() puts the thread's mode
  * back. A thread the runtime made calls cudaev__capture_relax() once, first
- * thing, and never restores. Needs a loaded driver; if the driver refuses
- * the switch, nothing is restored. */
+ * thing, and never restores. Without a driver, or if the driver refuses
+ * the switch, nothing changes and nothing is restored. */
 struct cudaev__capture_mode {
   CUstreamCaptureMode mode;
   int swapped;

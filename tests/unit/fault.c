@@ -425,9 +425,22 @@ static CUresult fake_count_zero(void *obj, void *list, size_t *n) {
 }
 
 /* No stream captures anything: the runtime's capture probes are answered. */
+/* The one stream capturing (sc_capture_free), or none. */
+static _Atomic(CUstream) fake_capturing;
 static CUresult fake_is_capturing(CUstream s, CUstreamCaptureStatus *st) {
+  *st = s != NULL && s == atomic_load(&fake_capturing) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                                       : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+static CUresult fake_begin_capture(CUstream s, CUstreamCaptureMode m) {
+  (void)m;
+  atomic_store(&fake_capturing, s);
+  return CUDA_SUCCESS;
+}
+static CUresult fake_end_capture(CUstream s, CUgraph *g) {
+  atomic_store(&fake_capturing, NULL);
   (void)s;
-  *st = CU_STREAM_CAPTURE_STATUS_NONE;
+  *g = (CUgraph)(uintptr_t)0x10a000;
   return CUDA_SUCCESS;
 }
 /* The thread's capture mode, which every path of the runtime that borrows
@@ -573,6 +586,8 @@ static void install(void) {
   t.cuGraphGetRootNodes = (PFN_cuGraphGetRootNodes_v10000)fake_count_zero;
   t.cuStreamIsCapturing = fake_is_capturing;
   t.cuStreamIsCapturing_ptsz = fake_is_capturing;
+  t.cuStreamBeginCapture = fake_begin_capture;
+  t.cuStreamEndCapture = fake_end_capture;
   t.cuThreadExchangeStreamCaptureMode = fake_exchange_capture_mode;
   t.cuCtxGetFlags = fake_ctx_flags;
   t.cuPointerGetAttributes = fake_pointer_attrs;
@@ -1592,6 +1607,22 @@ static void sc_hostpool_reap(void) {
   if (h != NULL) C(cudaFreeHost(h));
 }
 
+/* A pinned free during a capture is held, and given back by the next free
+ * after it (capture.c's queries, release_held's synchronisation). */
+static void sc_capture_free(void) {
+  cudaStream_t s = NULL;
+  void *h = NULL, *h2 = NULL;
+  C(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  C(cudaMallocHost(&h, 1 << 20));
+  C(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+  if (h != NULL) C(cudaFreeHost(h));
+  cudaGraph_t g = NULL;
+  C(cudaStreamEndCapture(s, &g));
+  C(cudaMallocHost(&h2, 1 << 20));
+  if (h2 != NULL) C(cudaFreeHost(h2));
+  if (s != NULL) C(cudaStreamDestroy(s));
+}
+
 /* Submissions from a thread with no current context: the loop pushes the
  * stream's context around them. */
 static cudaev_loop_t *thread_loop;
@@ -1961,6 +1992,7 @@ static const struct scenario scenarios[] = {
     {"race", sc_race},
     {"managed", sc_managed},
     {"hostpool_reap", sc_hostpool_reap},
+    {"capture_free", sc_capture_free},
     {"loop_thread", sc_loop_thread},
     {"launch_noctx", sc_launch_noctx},
     {"launch_noctx2", sc_launch_noctx2},
