@@ -11,6 +11,11 @@
 #   async     the programs that run the application's own libev (apart, with
 #             libev on their path only): async_pipeline, examples/loop_libev
 #   pytorch   tests/pytorch/run.sh (LD_PRELOAD), no libev on the path
+#   graphs    tests/pytorch/graphs.sh: PyTorch's own CUDA-graph, memory-pool
+#             and optimizer-capture tests in 8 parallel pytest processes on
+#             both runtimes; needs TEST_CUDA_PY, the test/test_cuda.py of the
+#             installed PyTorch (not part of this tree: carry it), and fails
+#             where a test passes on NVIDIA's runtime and not on ours
 #   bench     bench/run.sh (BENCH_ROUNDS, BENCH_BUDGET, BENCH_PROGRAMS apply)
 #   infer     the inference service's GPU tests (suite infer_gpu: results
 #             against the CPU reference under load, a device fault and the
@@ -94,6 +99,15 @@ for part in "$@"; do
       tests/pytorch/run.sh "$build" "$logs/pytorch" >"$logs/pytorch.txt" 2>&1
       note "pytorch (no libev): exit $?; $(grep -E '^--- cudaev: ' "$logs/pytorch.txt" | head -n 1)"
       grep -E '^FAIL' "$logs/pytorch.txt" | head -5 | tee -a "$summary"
+      ;;
+    graphs)
+      if [ -n "${TEST_CUDA_PY:-}" ] && [ -f "$TEST_CUDA_PY" ]; then
+        tests/pytorch/graphs.sh "$build" "$TEST_CUDA_PY" "$logs/graphs" 8 >"$logs/graphs.txt" 2>&1
+        note "graphs: exit $?; $(tail -n 1 "$logs/graphs.txt")"
+        grep -E '^(FAIL|nvidia|cudaev):' "$logs/graphs.txt" | head -12 | tee -a "$summary"
+      else
+        note "graphs: TEST_CUDA_PY does not name PyTorch's test_cuda.py: not run"
+      fi
       ;;
     bench)
       LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH CUDAEV_BUILD_DIR=$build \
