@@ -58,7 +58,9 @@ die() { echo "bench/run.sh: $*" >&2; exit 2; }
 python3 "$here/benchstat.py" check-targets "$targets" >/dev/null || die "bad targets file $targets"
 mkdir -p "$outdir" || die "cannot create $outdir"
 
-# Programs and where they run, from the manifest ("<name> <both|cudaev>").
+# Programs and where they run, from the manifest ("<name> <both|cudaev|beside>":
+# a 'beside' program runs in NVIDIA's slot, with the build directory after
+# NVIDIA's for libcudaev.so.1).
 progs=()
 declare -A where=()
 while read -r name runtimes _ || [ -n "${name:-}" ]; do
@@ -106,6 +108,7 @@ run_one() {
   limit=$timeout_s
   [ "$left" -lt "$limit" ] && limit=$left
   t0=$(now)
+  [ "${where[$prog]}" = beside ] && dir=$dir:$build
   LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     timeout -k 5 "$limit" "$build/bench/$prog" >"$out" 2>"$err"
   rc=$?
@@ -131,6 +134,7 @@ for ((round = 1; round <= rounds; round++)); do
     if ((round % 2)); then order=(nvidia cudaev); else order=(cudaev nvidia); fi
     for rt in "${order[@]}"; do
       if [ "${where[$prog]}" = cudaev ] && [ "$rt" = nvidia ]; then continue; fi
+      if [ "${where[$prog]}" = beside ] && [ "$rt" = cudaev ]; then continue; fi
       run_one "$prog" "$rt" "$round"
     done
   done

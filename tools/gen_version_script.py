@@ -3,7 +3,13 @@
 libcudart.so.13 (as NVIDIA's library has them), our own API under the
 CUDAEV_<n> nodes of NODES, nothing else exported.
 
-usage: gen_version_script.py EXPORTS OUT
+With --async-only, the script of the standalone async library
+(libcudaev.so.1): the CUDAEV_<n> nodes alone, so that it exports the
+cudaev_* API and not one cuda* name (it lives beside another runtime).
+The nodes are the same in both libraries: a program binds to whichever
+of the two the loader finds first, and gets one consistent set.
+
+usage: gen_version_script.py [--async-only] EXPORTS OUT
 """
 import sys
 
@@ -22,26 +28,31 @@ NODES = [
 ]
 
 
-def script(exports):
+def script(exports, async_only=False):
     out = []
-    for i, (node, parent, names) in enumerate(NODES):
+    nodes = [n for n in NODES if not (async_only and n[2] is None)]
+    for i, (node, parent, names) in enumerate(nodes):
         if names is None:
             names = exports
         out.append("%s {\n  global:\n" % node)
         out.extend("    %s;\n" % n for n in names)
         # Anything no node names stays hidden (stated once, in the last node).
-        if i == len(NODES) - 1:
+        if i == len(nodes) - 1:
             out.append("  local:\n    *;\n")
         out.append("}%s;\n" % (" " + parent if parent else ""))
-        if i != len(NODES) - 1:
+        if i != len(nodes) - 1:
             out.append("\n")
     return "".join(out)
 
 
 def main():
-    exports = [l.strip() for l in open(sys.argv[1]) if l.strip()]
-    with open(sys.argv[2], "w") as f:
-        f.write(script(exports))
+    args = sys.argv[1:]
+    async_only = args[:1] == ["--async-only"]
+    if async_only:
+        args = args[1:]
+    exports = [l.strip() for l in open(args[0]) if l.strip()]
+    with open(args[1], "w") as f:
+        f.write(script(exports, async_only))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@
 #   async     the programs that run the application's own libev (apart, with
 #             libev on their path only): async_pipeline, examples/loop_libev
 #   pytorch   tests/pytorch/run.sh (LD_PRELOAD), no libev on the path
+#   beside    the async API beside NVIDIA's runtime: beside_nvidia built with
+#             NVIDIA's runtime shared and static and libcudaev.so.1, and
+#             PyTorch without LD_PRELOAD awaiting its own streams through
+#             libcudaev.so.1 loaded with ctypes (tests/pytorch/beside.py)
 #   graphs    tests/pytorch/graphs.sh: PyTorch's own CUDA-graph, memory-pool
 #             and optimizer-capture tests in 8 parallel pytest processes on
 #             both runtimes; needs TEST_CUDA_PY, the test/test_cuda.py of the
@@ -99,6 +103,18 @@ for part in "$@"; do
       tests/pytorch/run.sh "$build" "$logs/pytorch" >"$logs/pytorch.txt" 2>&1
       note "pytorch (no libev): exit $?; $(grep -E '^--- cudaev: ' "$logs/pytorch.txt" | head -n 1)"
       grep -E '^FAIL' "$logs/pytorch.txt" | head -5 | tee -a "$summary"
+      ;;
+    beside)
+      for kind in shared static; do
+        tests/gpu/beside.sh "${CUDA_HOME:-/usr/local/cuda}" "$build/tests/gpu/gpu-beside_nvidia_$kind" \
+          "$kind" >"$logs/beside-$kind.txt" 2>&1
+        note "beside_nvidia ($kind runtime): exit $?; $(tail -n 1 "$logs/beside-$kind.txt")"
+        grep -E '^(not ok|# )' "$logs/beside-$kind.txt" | head -8 | tee -a "$summary"
+      done
+      PYTHONUNBUFFERED=1 python3 tests/pytorch/beside.py "$build/libcudaev.so.1" \
+        >"$logs/beside-pytorch.txt" 2>&1
+      note "beside-pytorch (no LD_PRELOAD): exit $?; $(tail -n 1 "$logs/beside-pytorch.txt")"
+      grep -E '^(not ok|# )' "$logs/beside-pytorch.txt" | head -8 | tee -a "$summary"
       ;;
     graphs)
       if [ -n "${TEST_CUDA_PY:-}" ] && [ -f "$TEST_CUDA_PY" ]; then

@@ -19,7 +19,7 @@ tar -C "$build" --exclude '*.p' --exclude '*.a' --exclude 'meson-private' --excl
   --exclude 'old-glibc' --exclude './tests/unit/unit-*' --exclude '*.c' --exclude 'logs' \
   -cf - . | tar -C .gpu/build -xf -
 find .gpu/build -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q ^ELF && strip --strip-debug "$1"' _ {} \;
-strip --strip-debug .gpu/build/libcudart.so.13.0.0
+strip --strip-debug .gpu/build/libcudart.so.13.0.0 .gpu/build/libcudaev.so.1.0.0
 git describe --always --dirty >.gpu/commit 2>/dev/null || true
 # In a worktree .git is a file; git reads info/exclude from the common dir.
 exclude=$(git rev-parse --git-common-dir)/info/exclude
