@@ -21,6 +21,25 @@
  * cudaev_future_release(). Callbacks receive a borrowed pointer (valid for
  * the duration of the callback; retain it to keep it).
  *
+ * Two libraries carry this API, built from the same sources:
+ *  - libcudaev.so.1 (pkg-config cudaev-async, Meson dependency('cudaev-async')):
+ *    the API alone, for a process that keeps its own CUDA runtime (NVIDIA's,
+ *    shared or static: PyTorch, cuBLAS, CuPy, cuda-python). It exports no
+ *    cuda* name. Streams, events and contexts of any runtime are the
+ *    driver's, so everything here works beside another runtime, with one
+ *    exception: a launch by host stub (cudaev_launch_kernel_async,
+ *    cudaev_launch_ex_async given a kernel's address) needs the stub
+ *    registered with this runtime, and beside another one it is refused
+ *    with cudaErrorInvalidResourceHandle before anything runs; pass the
+ *    kernel's cudaKernel_t (cudaGetKernel of the other runtime) or a
+ *    CUfunction (cudaev_launch_cufunc_async) instead.
+ *  - libcudart.so.13 (pkg-config cudaev), our drop-in runtime, exports the
+ *    same API under the same version node.
+ * A process may load both: a program's cudaev_* references bind to the one
+ * the loader finds first, so they all go to one library; each library's
+ * loops and futures are its own and must not be handed to the other
+ * (docs/async-beside.md).
+ *
  * See docs/design.md for the thread model and how a GPU completion travels
  * to a callback.
  */
@@ -551,7 +570,9 @@ cudaError_t cudaev_malloc_async(cudaev_loop_t *loop, void **dev_ptr, size_t size
                                 cudaStream_t stream, cudaev_future_t **out);
 
 /* cudaLaunchKernel (func: a registered host stub or a cudaKernel_t) +
- * completion. */
+ * completion. Beside another runtime a host stub is registered with that
+ * runtime, not ours: it is refused with cudaErrorInvalidResourceHandle;
+ * a cudaKernel_t from any runtime works. */
 cudaError_t cudaev_launch_kernel_async(cudaev_loop_t *loop, const void *func, dim3 grid, dim3 block,
                                        void **args, size_t shmem, cudaStream_t stream,
                                        cudaev_future_t **out);

@@ -27,8 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEFAULT_BASELINE = os.path.join(ROOT, "abi", "libcudart.so.13.abi")
 HEADER = """\
-# ABI baseline of libcudart.so.13: its version nodes and every exported
-# dynamic symbol as SYMBOL@@NODE. Checked by the `abi` unit test; rewritten
+# ABI baseline of {lib}: its version nodes and every exported
+# dynamic symbol as SYMBOL@@NODE. Checked by the `abi` unit tests; rewritten
 # by tools/check-abi.py --update (keeps the "released" lines, which are
 # written by hand when a release is tagged). CONTRIBUTING.md: ABI policy.
 """
@@ -103,7 +103,7 @@ def read_baseline(path):
 
 def write_baseline(path, syms, nodes, released):
     with open(path, "w") as f:
-        f.write(HEADER)
+        f.write(HEADER.format(lib=os.path.basename(path)[: -len(".abi")]))
         for r in released:
             f.write("released %s\n" % r)
         for node, parent in nodes.items():

@@ -7,10 +7,11 @@
 //
 // Cases: a stream, an event, the legacy and the per-thread default streams,
 // a device-to-host copy into pageable memory, a loop-thread host function,
-// a context the application made itself, every device; and the one thing
-// that cannot work beside another runtime, a launch by host stub (the stub
-// is registered with NVIDIA's runtime, not ours), which must be refused
-// with cudaErrorInvalidDeviceFunction.
+// a context the application made itself, every device, a launch of
+// NVIDIA's cudaGetKernel handle; and the one thing that cannot work beside
+// another runtime, a launch by host stub (the stub is registered with
+// NVIDIA's runtime, not ours), which must be refused with
+// cudaErrorInvalidResourceHandle before anything runs.
 //
 // Prints "beside (<build>): N passed, N failed"; exit 77 without a GPU.
 #include <cuda.h>
@@ -110,6 +111,7 @@ static cudaError_t host_fn(void *user) {
 
 int main(int argc, char **argv) {
   const char *build = argc > 1 ? argv[1] : "shared";
+  setvbuf(stdout, nullptr, _IOLBF, 0); // a crash keeps the lines before it
   if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) {
     printf("SKIP: no NVIDIA GPU on this machine (no /dev/nvidia0)\n");
     return 77;
@@ -194,7 +196,10 @@ int main(int argc, char **argv) {
     if (f != nullptr) cudaev_future_release(f);
   }
   // A context the application made itself (driver API), current on this
-  // thread while NVIDIA's runtime makes a stream and launches in it.
+  // thread while NVIDIA's runtime makes a stream and launches in it. A
+  // loop keeps a stream and pinned words in every context it served until
+  // it is destroyed (cudaev.h): this one gets a loop of its own, destroyed
+  // before the context.
   {
     CUdevice dev;
     CUcontext ctx = nullptr, popped;
@@ -206,7 +211,10 @@ int main(int argc, char **argv) {
       cudaStream_t cs;
       cudaMalloc(&cnt, sizeof(int));
       cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking);
-      stream_case(loop, cs, cnt, "a stream in a context the application made");
+      cudaev_loop_t *ctx_loop = nullptr;
+      cudaev_loop_new_thread(&ctx_loop);
+      stream_case(ctx_loop, cs, cnt, "a stream in a context the application made");
+      cudaev_loop_destroy(ctx_loop);
       cudaStreamDestroy(cs);
       cudaFree(cnt);
       cuCtxPopCurrent(&popped);
@@ -228,14 +236,32 @@ int main(int argc, char **argv) {
     cudaFree(cnt);
   }
   cudaSetDevice(0);
-  // A launch by host stub cannot work beside another runtime: refused.
+  // A launch by host stub cannot work beside another runtime (the stub is
+  // registered with NVIDIA's): refused as an unknown kernel handle, the
+  // driver's answer, before anything runs. The kernel's cudaKernel_t from
+  // NVIDIA's runtime (cudaGetKernel) launches.
   {
     cudaev_future_t *f = nullptr;
-    void *args[] = {&counter, (void *)&SPIN};
+    long long spin = SPIN;
+    void *args[] = {&counter, &spin};
     cudaError_t r = cudaev_launch_kernel_async(loop, (const void *)spin_add, dim3(1), dim3(1), args,
                                                0, s, &f);
-    check(r == cudaErrorInvalidDeviceFunction && f == nullptr,
+    check(r == cudaErrorInvalidResourceHandle && f == nullptr,
           "a launch by host stub is refused beside another runtime", name(r));
+    if (f != nullptr) cudaev_future_release(f);
+    cudaKernel_t k = nullptr;
+    cudaError_t g = cudaGetKernel(&k, spin_add);
+    cudaMemset(counter, 0, sizeof(int));
+    cudaDeviceSynchronize();
+    f = nullptr;
+    r = g == cudaSuccess
+            ? cudaev_launch_kernel_async(loop, (const void *)k, dim3(1), dim3(1), args, 0, s, &f)
+            : g;
+    cudaError_t w = r == cudaSuccess ? cudaev_future_wait(f, WAIT) : r;
+    int value = -1;
+    cudaMemcpy(&value, counter, sizeof value, cudaMemcpyDeviceToHost);
+    check(w == cudaSuccess && value == 1, "a launch of NVIDIA's cudaGetKernel handle",
+          name(w) + ", counter " + std::to_string(value));
     if (f != nullptr) cudaev_future_release(f);
   }
   cudaStreamDestroy(s);

@@ -90,6 +90,41 @@ else
   echo "libuv program with the installed cudaev_uv.h: not built (no libuv.pc)"
 fi
 
+# The standalone async library: cudaev-async.pc gives a program that needs
+# libcudaev.so.1 and no libcudart at all (its runtime is the process's own).
+apc=$(find "$dest" -name cudaev-async.pc | head -n 1)
+[ -n "$apc" ] || fail "no cudaev-async.pc installed"
+aflags=$(PKG_CONFIG_PATH=$(dirname "$apc") pkg-config --define-variable=prefix="$dest$prefix" \
+  --cflags --libs cudaev-async)
+echo "pkg-config --cflags --libs cudaev-async: $aflags"
+alibdir=$(echo "$aflags" | sed -n 's/.*-L\([^ ]*\).*/\1/p')
+readelf -d "$alibdir/libcudaev.so.1" | grep -q 'SONAME.*\[libcudaev\.so\.1\]' || fail "SONAME of libcudaev.so.1"
+cat >"$probe-async.c" <<'C'
+#include <cudaev.h>
+#include <stdio.h>
+int main(void) {
+  cudaev_loop_t *loop;
+  cudaev_future_t *f;
+  if (cudaev_loop_new_foreign(&loop) != cudaSuccess || cudaev_promise_new(loop, &f) != cudaSuccess)
+    return 1;
+  cudaev_promise_set(f, cudaErrorNotReady);
+  cudaev_loop_process(loop);
+  int ok = cudaev_future_ready(f) && cudaev_future_result(f) == cudaErrorNotReady;
+  printf("promise through libcudaev.so.1: %s\n", ok ? "ok" : "wrong");
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+  return ok ? 0 : 1;
+}
+C
+# shellcheck disable=SC2086
+"$cc" -std=c11 -Wall -Wextra -pedantic -Werror $san -o "$probe-async" "$probe-async.c" $aflags ||
+  fail "a program does not build from cudaev-async's pkg-config alone"
+needed=$(readelf -d "$probe-async" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+case "$needed" in *libcudaev.so.1*) ;; *) fail "the async program does not need libcudaev.so.1: $needed" ;; esac
+case "$needed" in *libcudart*) fail "the async program needs a libcudart: $needed" ;; esac
+out=$(LD_LIBRARY_PATH="$alibdir" "$probe-async" 2>&1) || fail "the async program failed: $out"
+echo "$out"
+
 # cudaev-info is installed with a relative rpath, so it runs from DESTDIR.
 info=$(find "$dest" -path '*/bin/cudaev-info' | head -n 1)
 [ -n "$info" ] || fail "cudaev-info not installed"
