@@ -37,8 +37,7 @@ __global__ void spin_add(int *p, long long cycles) {
 
 static int passed, failed;
 static void check(bool ok, const char *what, const std::string &detail = "") {
-  printf("%s - %s%s%s\n", ok ? "ok" : "not ok", what, detail.empty() ? "" : ": ",
-         detail.c_str());
+  printf("%s - %s%s%s\n", ok ? "ok" : "not ok", what, detail.empty() ? "" : ": ", detail.c_str());
   if (ok)
     passed++;
   else
@@ -74,7 +73,7 @@ static std::string mapped(const char *needle) {
   return out.empty() ? "none" : out;
 }
 
-static const long long SPIN = 20 * 1000 * 1000; // ~10 ms at 2 GHz
+static const long long SPIN = 20 * 1000 * 1000;  // ~10 ms at 2 GHz
 static const int64_t WAIT = 5LL * 1000 * 1000 * 1000;
 
 // A kernel on `s`, then a future for the stream: not ready while the
@@ -111,7 +110,7 @@ static cudaError_t host_fn(void *user) {
 
 int main(int argc, char **argv) {
   const char *build = argc > 1 ? argv[1] : "shared";
-  setvbuf(stdout, nullptr, _IOLBF, 0); // a crash keeps the lines before it
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // a crash keeps the lines before it
   if (access("/dev/nvidia0", F_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) {
     printf("SKIP: no NVIDIA GPU on this machine (no /dev/nvidia0)\n");
     return 77;
@@ -126,8 +125,7 @@ int main(int argc, char **argv) {
   printf("# mapped libcudart: %s\n# mapped libcudaev: %s\n", mapped("libcudart").c_str(),
          mapped("libcudaev").c_str());
   if (strcmp(build, "static") == 0) {
-    check(rt == exe && mapped("libcudart") == "none", "NVIDIA's static runtime in the program",
-          rt);
+    check(rt == exe && mapped("libcudart") == "none", "NVIDIA's static runtime in the program", rt);
   } else {
     void *h = dlopen(rt.c_str(), RTLD_NOW | RTLD_NOLOAD);
     bool nvidia = h != nullptr && base(rt).rfind("libcudart.so.13", 0) == 0 &&
@@ -244,8 +242,8 @@ int main(int argc, char **argv) {
     cudaev_future_t *f = nullptr;
     long long spin = SPIN;
     void *args[] = {&counter, &spin};
-    cudaError_t r = cudaev_launch_kernel_async(loop, (const void *)spin_add, dim3(1), dim3(1), args,
-                                               0, s, &f);
+    cudaError_t r =
+        cudaev_launch_kernel_async(loop, (const void *)spin_add, dim3(1), dim3(1), args, 0, s, &f);
     check(r == cudaErrorInvalidResourceHandle && f == nullptr,
           "a launch by host stub is refused beside another runtime", name(r));
     if (f != nullptr) cudaev_future_release(f);
