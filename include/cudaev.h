@@ -59,7 +59,8 @@ struct CUfunc_st; /* the driver's CUfunction (cuda.h) */
  * and looks for the application's at run time (cudaev_loop_new_ev says
  * where). cudaev_error_string() says why. */
 #define CUDAEV_ERROR_NO_LIBEV       ((cudaError_t)(CUDAEV_ERROR_BASE + 3))
-/* The deadline of cudaev_future_timeout passed before its input completed. */
+/* A deadline passed: that of cudaev_future_timeout before its input
+ * completed, or cudaev_future_wait's before the future completed. */
 #define CUDAEV_ERROR_TIMEOUT        ((cudaError_t)(CUDAEV_ERROR_BASE + 4))
 
 /* The name of an outcome: cudaGetErrorName's for CUDA errors,
@@ -353,7 +354,10 @@ int cudaev_future_ready(const cudaev_future_t *f);
 cudaError_t cudaev_future_result(const cudaev_future_t *f);
 
 /* Blocks until the future completes or timeout_ns passes (negative: no
- * limit). Returns the outcome, or cudaErrorNotReady on timeout.
+ * limit; 0: only looks). Returns the outcome, or CUDAEV_ERROR_TIMEOUT when
+ * timeout_ns passed first (the future stays pending; the same answer as
+ * cudaev_future_timeout's; cudaev_future_ready tells it from a future
+ * whose outcome is CUDAEV_ERROR_TIMEOUT).
  * A GPU future is also completed by the waiting thread itself when it sees
  * the GPU's completion word, so waiting works even while no thread drives
  * the loop; continuations still run on the loop thread.

@@ -418,7 +418,7 @@ CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout
     if ((s & CUDAEV__STATE_MASK) == CUDAEV__DONE) return f->result;
     if (self && (s & CUDAEV__STATE_MASK) == CUDAEV__PENDING && self_complete(f)) continue;
     uint64_t now = cudaev__now_ns();
-    if (now >= deadline) return cudaErrorNotReady;
+    if (now >= deadline) return CUDAEV_ERROR_TIMEOUT; /* one answer for every deadline */
     /* A short spin first: GPU work waited for is often microseconds away. */
     if (now - start < 20000 && spins < 100000) {
       __builtin_ia32_pause();

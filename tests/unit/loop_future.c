@@ -765,7 +765,9 @@ Test(loop_modes, own_thread_and_wait) {
   cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
   cudaev_future_t *f;
   cudaev_promise_new(loop, &f);
-  cr_expect_eq(cudaev_future_wait(f, 1000000), cudaErrorNotReady, "1 ms timeout");
+  cr_expect_eq(cudaev_future_wait(f, 1000000), CUDAEV_ERROR_TIMEOUT, "1 ms timeout");
+  cr_expect_eq(cudaev_future_wait(f, 0), CUDAEV_ERROR_TIMEOUT, "a look only");
+  cr_expect(!cudaev_future_ready(f), "a wait's timeout leaves the future pending");
   pthread_t t;
   pthread_create(&t, NULL, setter, f);
   cr_expect_eq(cudaev_future_wait(f, -1), cudaSuccess);
