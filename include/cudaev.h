@@ -13,8 +13,8 @@
  * work was enqueued. What happened to the work later is the future's
  * outcome, also a cudaError_t: cudaSuccess, a CUDA error (sticky errors
  * such as cudaErrorIllegalAddress reach every pending future of the
- * context), or one of the CUDAEV_ERROR_* values below (outside CUDA's
- * range).
+ * context), or one of the CUDAEV_ERROR_* values below (values no CUDA
+ * error uses, inside the range of cudaError_t in C++ too).
  *
  * Ownership. Every function that returns a cudaev_future_t * through an
  * `out` parameter gives the caller one reference; drop it with
@@ -44,12 +44,22 @@ struct CUfunc_st; /* the driver's CUfunction (cuda.h) */
 
 /* ---- outcomes ------------------------------------------------------------ */
 
-/* Our outcomes live outside every cudaError_t value the toolkit defines
- * (CUDA 13's driver_types.h uses 0..1000 and cudaErrorApiFailureBase =
- * 10000): CUDAEV_ERROR_BASE ("CE" in the high bytes) plus a small number.
- * They are positive ints, like every cudaError_t; a unit test reads the
- * toolkit's cudaError enum and fails if any of ours collides. */
-#define CUDAEV_ERROR_BASE           0x43450000
+/* Our outcomes are CUDAEV_ERROR_BASE (15000) plus 1..99: cudaError_t
+ * values that no CUDA error uses, defined behaviour in C and in C++ alike.
+ * In C a cudaError_t holds any value of its integer type. In C++ an
+ * enumeration without a fixed underlying type, as cudaError is, has only
+ * the values of the smallest bit-field that holds all its enumerators;
+ * cudaError's largest is cudaErrorApiFailureBase = 10000, so its values
+ * are 0..16383, and loading anything outside that from a cudaError_t is
+ * undefined behaviour (UBSan's -fsanitize=enum, in g++ and clang++,
+ * reports it). The runtime documents cudaErrorApiFailureBase plus a driver
+ * error code (0..999) for unhandled driver errors, so 10000..10999 may
+ * occur too. Ours lie above all of those, and below 16384. The assertions
+ * below stop the build if a toolkit moves either bound, and a unit test
+ * reads every enumerator of the toolkit's cudaError and fails on a
+ * collision. Our cudaGetErrorName / cudaGetErrorString name them too
+ * (NVIDIA's say "unrecognized error code"). */
+#define CUDAEV_ERROR_BASE           15000
 /* The future was cancelled (cudaev_future_cancel) before it completed. The
  * GPU work itself was not stopped. */
 #define CUDAEV_ERROR_CANCELLED      ((cudaError_t)(CUDAEV_ERROR_BASE + 1))
@@ -63,12 +73,21 @@ struct CUfunc_st; /* the driver's CUfunction (cuda.h) */
  * completed, or cudaev_future_wait's before the future completed. */
 #define CUDAEV_ERROR_TIMEOUT        ((cudaError_t)(CUDAEV_ERROR_BASE + 4))
 
-/* The name of an outcome: cudaGetErrorName's for CUDA errors,
- * "CUDAEV_ERROR_CANCELLED" and so on for ours. Static storage. Thread: any. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+static_assert(CUDAEV_ERROR_BASE > cudaErrorApiFailureBase + 999 && CUDAEV_ERROR_BASE + 99 < 16384,
+              "CUDAEV_ERROR_* must lie above every cudaError_t and inside cudaError's range");
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(CUDAEV_ERROR_BASE > cudaErrorApiFailureBase + 999 && CUDAEV_ERROR_BASE + 99 < 16384,
+               "CUDAEV_ERROR_* must lie above every cudaError_t and inside cudaError's range");
+#endif
+
+/* The name of an outcome: "cudaErrorInvalidValue" and so on for CUDA
+ * errors, "CUDAEV_ERROR_CANCELLED" and so on for ours (our
+ * cudaGetErrorName answers the same). Static storage. Thread: any. */
 const char *cudaev_error_name(cudaError_t e);
-/* One line describing an outcome: cudaGetErrorString's for CUDA errors;
- * for CUDAEV_ERROR_NO_LIBEV, why libev could not be bound (the loader's
- * message). Static storage. Thread: any. */
+/* One line describing an outcome: cudaGetErrorString's (ours knows our
+ * outcomes too); for CUDAEV_ERROR_NO_LIBEV, why libev could not be bound
+ * (the loader's message). Static storage. Thread: any. */
 const char *cudaev_error_string(cudaError_t e);
 
 /* ---- types --------------------------------------------------------------- */

@@ -21,20 +21,12 @@
 _Thread_local struct cudaev_loop *cudaev__tls_loop;
 _Atomic uint32_t cudaev__self_state_kinds;
 
-CUDAEV_EXPORT const char *cudaev_error_name(cudaError_t e) {
-  if (e == CUDAEV_ERROR_CANCELLED) return "CUDAEV_ERROR_CANCELLED";
-  if (e == CUDAEV_ERROR_LOOP_DESTROYED) return "CUDAEV_ERROR_LOOP_DESTROYED";
-  if (e == CUDAEV_ERROR_NO_LIBEV) return "CUDAEV_ERROR_NO_LIBEV";
-  if (e == CUDAEV_ERROR_TIMEOUT) return "CUDAEV_ERROR_TIMEOUT";
-  return cudaGetErrorName(e);
-}
+/* cudart's cudaGetErrorName / cudaGetErrorString know our outcomes
+ * (src/error_table.h); only NO_LIBEV's text says more here: why. */
+CUDAEV_EXPORT const char *cudaev_error_name(cudaError_t e) { return cudaGetErrorName(e); }
 
 CUDAEV_EXPORT const char *cudaev_error_string(cudaError_t e) {
-  if (e == CUDAEV_ERROR_CANCELLED) return "the future was cancelled before it completed";
-  if (e == CUDAEV_ERROR_LOOP_DESTROYED)
-    return "the loop was destroyed while the future was pending";
   if (e == CUDAEV_ERROR_NO_LIBEV) return cudaev__libev_why();
-  if (e == CUDAEV_ERROR_TIMEOUT) return "the deadline passed before the future completed";
   return cudaGetErrorString(e);
 }
 

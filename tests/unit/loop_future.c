@@ -258,6 +258,10 @@ static int cuda_error_values(long *vals, int cap) {
   return n;
 }
 
+/* Our outcomes collide with no cudaError value (nor with the range
+ * cudaErrorApiFailureBase + a driver code, 0..999, that the runtime
+ * documents), and lie inside the value range C++ gives the enumeration: the
+ * smallest bit-field holding every enumerator (include/cudaev.h says why). */
 Test(loop_future, outcomes_outside_cuda) {
   static long vals[4096];
   int n = cuda_error_values(vals, 4096);
@@ -267,17 +271,36 @@ Test(loop_future, outcomes_outside_cuda) {
   const char *names[] = {"CUDAEV_ERROR_CANCELLED", "CUDAEV_ERROR_LOOP_DESTROYED",
                          "CUDAEV_ERROR_NO_LIBEV", "CUDAEV_ERROR_TIMEOUT"};
   int found_base = 0;
-  for (int i = 0; i < n; i++) found_base |= vals[i] == 10000;
-  cr_expect(found_base, "cudaErrorApiFailureBase (10000) not parsed");
-  for (size_t j = 0; j < sizeof ours / sizeof ours[0]; j++) {
-    cr_expect_gt((long)ours[j], 0);
-    for (int i = 0; i < n; i++)
-      cr_expect_neq((long)ours[j], vals[i], "%s collides with a cudaError value", names[j]);
-    cr_expect_str_eq(cudaev_error_name(ours[j]), names[j]);
-    cr_expect_str_neq(cudaev_error_string(ours[j]), "unrecognized error code");
+  long max = 0;
+  for (int i = 0; i < n; i++) {
+    found_base |= vals[i] == 10000;
+    cr_assert_geq(vals[i], 0, "a negative cudaError value changes the C++ range rule");
+    if (vals[i] > max) max = vals[i];
   }
-  /* CUDA's own names are unchanged. */
+  cr_expect(found_base, "cudaErrorApiFailureBase (10000) not parsed");
+  long range = 1; /* 2^bits - 1 >= max */
+  while (range < max) range = range * 2 + 1;
+  cr_expect_eq(range, 16383);
+  for (size_t j = 0; j < sizeof ours / sizeof ours[0]; j++) {
+    long v = (long)ours[j];
+    cr_expect_eq(v, CUDAEV_ERROR_BASE + 1 + (long)j);
+    cr_expect_gt(v, max + 999, "%s is not above every cudaError value", names[j]);
+    cr_expect_leq(v, range, "%s is outside cudaError's range in C++", names[j]);
+    for (int i = 0; i < n; i++)
+      cr_expect_neq(v, vals[i], "%s collides with a cudaError value", names[j]);
+    cr_expect_str_eq(cudaev_error_name(ours[j]), names[j]);
+    cr_expect_str_eq(cudaGetErrorName(ours[j]), names[j]);
+    cr_expect_str_neq(cudaev_error_string(ours[j]), "unrecognized error code");
+    cr_expect_str_neq(cudaGetErrorString(ours[j]), "unrecognized error code");
+  }
+  cr_expect_leq(CUDAEV_ERROR_BASE + 99, range, "the reserved block leaves cudaError's range");
+  /* CUDA's own names are unchanged, and codes beside ours unknown. */
   cr_expect_str_eq(cudaev_error_name((cudaError_t)10000), "cudaErrorApiFailureBase");
+  cr_expect_str_eq(cudaGetErrorName((cudaError_t)CUDAEV_ERROR_BASE), "unrecognized error code");
+  cr_expect_str_eq(cudaGetErrorName((cudaError_t)(CUDAEV_ERROR_BASE + 5)),
+                   "unrecognized error code");
+  cr_expect_str_eq(cudaGetErrorString(CUDAEV_ERROR_TIMEOUT),
+                   "the deadline passed before the future completed");
 }
 
 Test(loop_future, cancel_detaches) {
