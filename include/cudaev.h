@@ -353,9 +353,9 @@ cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_cb cb, void *us
  * completes with that future's outcome when it completes (a future of any
  * loop; fn hands over one reference to it, e.g. the `out` of a cudaev_*
  * submission made inside fn). Chains nest: fn may return the *out of
- * another then_chain. *out is a promise of f's loop: do not
- * cudaev_promise_set it; destroying the loop first completes it with
- * CUDAEV_ERROR_LOOP_DESTROYED.
+ * another then_chain. *out belongs to f's loop and only the library
+ * completes it (cudaev_promise_set refuses it); destroying the loop first
+ * completes it with CUDAEV_ERROR_LOOP_DESTROYED.
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL f, fn or out) or
  * cudaErrorMemoryAllocation (*out = NULL; fn will not run). If the
  * continuation cannot be added to the returned future (out of memory),
@@ -410,8 +410,8 @@ int cudaev_future_cancel(cudaev_future_t *f);
  * sticky error (the context is dead: the GPU writes nothing more); when
  * the loop is destroyed first, *out completes inside cudaev_loop_destroy,
  * after its context synchronisation, with that synchronisation's outcome.
- * For other futures, f's outcome. *out is a promise of f's loop: do not
- * cudaev_promise_set it.
+ * For other futures, f's outcome. *out belongs to f's loop and only the
+ * library completes it (cudaev_promise_set refuses it).
  *
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL f or out) or
  * cudaErrorMemoryAllocation (*out = NULL).
@@ -445,13 +445,18 @@ cudaev_loop_t *cudaev_future_loop(const cudaev_future_t *f);
 
 /* ---- promises: futures the application completes ------------------------- */
 
-/* A future completed by cudaev_promise_set. Returns cudaSuccess,
+/* A future the application completes with cudaev_promise_set: a promise.
+ * Only futures made here are promises. Returns cudaSuccess,
  * cudaErrorInvalidValue, cudaErrorMemoryAllocation. Thread: any. */
 cudaError_t cudaev_promise_new(cudaev_loop_t *loop, cudaev_future_t **out);
 
 /* Completes a promise with `status`. Returns cudaSuccess if this call
  * completed it, cudaErrorIllegalState if it was already completed (or
- * cancelled), cudaErrorInvalidValue if f is not a promise. Thread: any. */
+ * cancelled), cudaErrorInvalidValue if f is NULL or not a promise of
+ * cudaev_promise_new: every other future (GPU work, timers, combinators,
+ * cudaev_future_timeout's, cudaev_future_then_chain's and
+ * cudaev_future_done's *out, a staged copy's) is completed by the library
+ * alone, and is left untouched. Thread: any. */
 cudaError_t cudaev_promise_set(cudaev_future_t *f, cudaError_t status);
 
 /* ---- combinators ----------------------------------------------------------- */

@@ -136,7 +136,9 @@ void cudaev__future_unread(struct cudaev_future *f) {
   }
 }
 
-#define LISTED_KINDS ((1u << CUDAEV__K_PROMISE) | (1u << CUDAEV__K_ALL) | (1u << CUDAEV__K_ANY))
+#define LISTED_KINDS                                                           \
+  ((1u << CUDAEV__K_PROMISE) | (1u << CUDAEV__K_ALL) | (1u << CUDAEV__K_ANY) | \
+   (1u << CUDAEV__K_RELAY))
 
 /* Promises and combinators (on the pending list) and timers (in their
  * heap): the loop holds a reference until they fire. */
@@ -433,7 +435,7 @@ CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout
 
 static void done_cb(cudaev_future_t *f, cudaError_t status, void *user) {
   (void)f;
-  cudaev_promise_set(user, status);
+  cudaev__future_try_complete(user, status);
   cudaev_future_release(user); /* the watcher's */
 }
 
@@ -442,11 +444,9 @@ CUDAEV_EXPORT cudaError_t cudaev_future_done(cudaev_future_t *f, cudaev_future_t
   if (f == NULL || out == NULL || f->kind == CUDAEV__K_HOSTFN) return cudaErrorInvalidValue;
   /* A promise the pending list does not hold: destroy fails promises
    * before the GPU source has let the GPU finish, and g must not complete
-   * before that. The loop's reference is taken all the same (firing drops
-   * it). */
-  struct cudaev_future *g = cudaev__future_new(f->loop, CUDAEV__K_PROMISE);
+   * before that. */
+  struct cudaev_future *g = cudaev__relay_new(f->loop, false);
   if (g == NULL) return cudaErrorMemoryAllocation;
-  cudaev_future_retain(g); /* the loop's */
   cudaev_future_retain(g); /* the watcher's */
   const struct cudaev__source_ops *src = f->loop->src_of[f->kind];
   cudaError_t e = src->done != NULL ? src->done(f, g) : cudaev_future_then(f, done_cb, g);
@@ -462,13 +462,25 @@ CUDAEV_EXPORT cudaError_t cudaev_future_done(cudaev_future_t *f, cudaev_future_t
 
 /* ---- promises ------------------------------------------------------------ */
 
+/* The loop's reference is taken all the same when unlisted (firing drops
+ * it). */
+static struct cudaev_future *promise_make(struct cudaev_loop *loop, int kind, bool listed) {
+  struct cudaev_future *f = cudaev__future_new(loop, kind);
+  if (f == NULL) return NULL;
+  cudaev_future_retain(f); /* the loop's */
+  if (listed) cudaev__future_submit(f);
+  return f;
+}
+
+struct cudaev_future *cudaev__relay_new(struct cudaev_loop *loop, bool listed) {
+  return promise_make(loop, CUDAEV__K_RELAY, listed);
+}
+
 CUDAEV_EXPORT cudaError_t cudaev_promise_new(cudaev_loop_t *loop, cudaev_future_t **out) {
   if (out != NULL) *out = NULL;
   if (loop == NULL || out == NULL) return cudaErrorInvalidValue;
-  struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_PROMISE);
+  struct cudaev_future *f = promise_make(loop, CUDAEV__K_PROMISE, true);
   if (f == NULL) return cudaErrorMemoryAllocation;
-  cudaev_future_retain(f); /* the loop's */
-  cudaev__future_submit(f);
   *out = f;
   return cudaSuccess;
 }
@@ -476,6 +488,9 @@ CUDAEV_EXPORT cudaError_t cudaev_promise_new(cudaev_loop_t *loop, cudaev_future_
 CUDAEV_EXPORT cudaError_t cudaev_promise_set(cudaev_future_t *f, cudaError_t status) {
   if (f == NULL) return cudaErrorInvalidValue;
   CUDAEV__CHECK_LIVE(f, "cudaev_promise_set");
+  /* Only the application's own promises: every other future (a relay, a
+   * combinator, a timer, GPU work) is completed by the library, and a set
+   * from outside would inject an outcome into it. f stays untouched. */
   if (f->kind != CUDAEV__K_PROMISE) return cudaErrorInvalidValue;
   return cudaev__future_try_complete(f, status) ? cudaSuccess : cudaErrorIllegalState;
 }

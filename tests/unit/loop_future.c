@@ -12,11 +12,18 @@
 #include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cudaev.h"
 
 /* ---- helpers ----------------------------------------------------------- */
+
+static uint64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 /* Drives a foreign-mode loop with raw epoll until *flag becomes nonzero. */
 static void drive_epoll(cudaev_loop_t *loop, atomic_int *flag) {
@@ -188,6 +195,55 @@ Test(loop_future, then_chain_destroy_fails_out) {
   cudaev_future_release(a);
   cudaev_future_release(b);
   cudaev_future_release(out);
+}
+
+/* cudaev_promise_set completes only cudaev_promise_new's futures: on every
+ * other kind it is refused with cudaErrorInvalidValue and the future is
+ * left as it was, so each still completes with its own outcome. */
+Test(loop_future, promise_set_refuses_every_other_future) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *a, *in[1], *f[7];
+  const char *what[7] = {"then_chain's out", "future_done's out", "future_timeout's out",
+                         "when_all's",       "when_any's",        "a timer",
+                         "a cancelled timer"};
+  cr_assert_eq(cudaev_promise_new(loop, &a), cudaSuccess);
+  in[0] = a;
+  struct chain_ctx c = {.next = NULL};
+  cr_assert_eq(cudaev_future_then_chain(a, chain_fn, &c, &f[0]), cudaSuccess);
+  cr_assert_eq(cudaev_future_done(a, &f[1]), cudaSuccess);
+  cr_assert_eq(cudaev_future_timeout(a, 60 * 1000000000ull, &f[2]), cudaSuccess);
+  cr_assert_eq(cudaev_when_all(loop, in, 1, &f[3]), cudaSuccess);
+  cr_assert_eq(cudaev_when_any(loop, in, 1, &f[4]), cudaSuccess);
+  cr_assert_eq(cudaev_timer_future(loop, 1000000, &f[5]), cudaSuccess);
+  cr_assert_eq(cudaev_timer_future(loop, 60 * 1000000000ull, &f[6]), cudaSuccess);
+  for (int i = 0; i < 7; i++) {
+    cr_expect_eq(cudaev_promise_set(f[i], CUDAEV_ERROR_CANCELLED), cudaErrorInvalidValue, "%s",
+                 what[i]);
+    cr_expect_eq(cudaev_future_ready(f[i]), 0, "%s was touched", what[i]);
+  }
+  drain(loop);
+  cr_expect_eq(cudaev_future_ready(f[0]), 0, "then_chain's out completed by the set");
+  cr_expect_eq(cudaev_promise_set(a, cudaErrorInvalidValue), cudaSuccess);
+  cr_expect_eq(cudaev_future_cancel(f[6]), 1);
+  uint64_t t0 = mono_ns();
+  while (!cudaev_future_ready(f[5]) && mono_ns() - t0 < 5000000000ull) cudaev_loop_process(loop);
+  drain(loop);
+  /* Each has the outcome its own rule gives it, none the set's. */
+  for (int i = 0; i < 5; i++)
+    cr_expect_eq(cudaev_future_result(f[i]), cudaErrorInvalidValue, "%s", what[i]);
+  cr_expect_eq(cudaev_future_result(f[5]), cudaSuccess);
+  cr_expect_eq(cudaev_future_result(f[6]), CUDAEV_ERROR_CANCELLED);
+  /* Completed or not, the refusal is the same. */
+  for (int i = 0; i < 7; i++)
+    cr_expect_eq(cudaev_promise_set(f[i], cudaSuccess), cudaErrorInvalidValue, "%s", what[i]);
+  cr_expect_eq(cudaev_promise_set(NULL, cudaSuccess), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_promise_set(a, cudaSuccess), cudaErrorIllegalState);
+  for (int i = 0; i < 7; i++) cudaev_future_release(f[i]);
+  cudaev_future_release(a);
+  drain(loop);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
 }
 
 Test(loop_future, user_data_destructor_and_refs) {

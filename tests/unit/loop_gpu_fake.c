@@ -1512,6 +1512,9 @@ Test(loop_gpu_fake, done_at_destroy_and_for_a_promise) {
   cr_assert_eq(cudaev_future_then(g, buf_free_cb, &w), cudaSuccess);
   cr_assert_eq(cudaev_promise_new(loop, &p), cudaSuccess);
   cr_assert_eq(cudaev_future_done(p, &pg), cudaSuccess);
+  cr_expect_eq(cudaev_promise_set(g, cudaErrorInvalidValue), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_promise_set(pg, cudaErrorInvalidValue), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_future_ready(pg), 0, "a refused set left done's future pending");
   cr_expect_eq(cudaev_promise_set(p, cudaErrorInvalidValue), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(pg, 5 * SEC), cudaErrorInvalidValue);
   usleep(10000); /* the watch reaches the loop */
@@ -1568,6 +1571,12 @@ Test(loop_gpu_fake, pageable_copies_are_staged_and_never_block) {
   cr_expect_lt((t1.tv_sec - t0.tv_sec) * SEC + (t1.tv_nsec - t0.tv_nsec), 50000000,
                "a pageable copy blocked the caller");
   cr_expect_eq(cudaev_future_ready(d2h), 0);
+  /* Neither is a promise: a set would complete d2h before `back` is
+   * written. Refused, and both stay pending. */
+  cr_expect_eq(cudaev_promise_set(d2h, cudaSuccess), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_promise_set(k, cudaSuccess), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_future_ready(d2h), 0);
+  cr_expect_eq(cudaev_future_ready(k), 0);
   struct copy_seen c = {.dst = back};
   cr_assert_eq(cudaev_future_then(d2h, copy_cb, &c), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(d2h, 5 * SEC), cudaSuccess);
