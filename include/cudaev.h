@@ -271,8 +271,15 @@ void cudaev_loop_set_spin(cudaev_loop_t *loop, unsigned max_us);
  * Returns cudaSuccess or cudaErrorMemoryAllocation. Thread: any. */
 cudaError_t cudaev_loop_post(cudaev_loop_t *loop, cudaev_loop_fn fn, void *user);
 
-/* The number of futures the loop is tracking (pending GPU work, pending
- * promises and combinators). Approximate when read off the loop thread.
+/* The number of futures the loop is tracking: GPU work, promises,
+ * combinators and timers. A future counts from the moment the call that
+ * made it returns, on any thread, until the pass of the loop that runs its
+ * continuations (GPU work, cancelled too: or, if later, the pass that sees
+ * the GPU pass its marker). So `while (cudaev_loop_pending(loop))
+ * drive(loop);` on the driving thread ends only once everything made
+ * before it completed and its continuations ran. Off the loop thread,
+ * while a pass runs, the count may still include futures that pass
+ * completes; it never misses one made before the call and still pending.
  * Thread: any. */
 size_t cudaev_loop_pending(cudaev_loop_t *loop);
 

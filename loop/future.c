@@ -211,10 +211,14 @@ static void register_now(struct cudaev_loop *loop, struct cudaev_future *f) {
 }
 
 void cudaev__future_submit(struct cudaev_future *f) {
-  if (cudaev__on_loop(f->loop))
+  if (cudaev__on_loop(f->loop)) {
     register_now(f->loop, f);
-  else
+  } else {
+    /* Counted from now (cudaev_loop_pending); the queue's push and pop
+     * order this before the pass that takes it in subtracts it. */
+    atomic_fetch_add_explicit(&f->loop->nqueued, 1, memory_order_relaxed);
     send_bits(f, CUDAEV__MB_SUBMIT);
+  }
 }
 
 static struct cudaev__cont *reverse(struct cudaev__cont *c) {
@@ -309,7 +313,10 @@ void cudaev__future_msg(struct cudaev_loop *loop, struct cudaev__msg *m) {
   struct cudaev_future *f = (struct cudaev_future *)m;
   uint32_t bits = atomic_fetch_and_explicit(&f->msg_bits, ~CUDAEV__MB_MSG, memory_order_acq_rel) &
                   CUDAEV__MB_MSG;
-  if (bits & CUDAEV__MB_SUBMIT) register_now(loop, f);
+  if (bits & CUDAEV__MB_SUBMIT) {
+    loop->ntaken++; /* still in nqueued until the pass has published */
+    register_now(loop, f);
+  }
   if (bits & CUDAEV__MB_FIRE) {
     bool entered = src_enter(f);
     cudaev__future_fire(f);

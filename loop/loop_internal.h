@@ -365,6 +365,15 @@ struct cudaev_loop {
   struct ev_loop *evl; /* ev mode: the application's libev loop */
   _Atomic uint32_t spin_max_us;
   _Atomic size_t npending_pub; /* published count for cudaev_loop_pending */
+  /* Futures sent to the loop to be registered (CUDAEV__MB_SUBMIT) that no
+   * published count holds yet: cudaev_loop_pending adds them, so that a
+   * future counts from the moment the call that made it returns, on any
+   * thread. Added to before the message is sent; a pass subtracts what it
+   * took in (ntaken) only after it published its count, with release, so
+   * a reader that loads this first (acquire) and npending_pub second
+   * counts such a future in one of the two, or both, never in neither. */
+  _Atomic size_t nqueued;
+  size_t ntaken; /* loop thread: taken in by this pass, still in nqueued */
   _Atomic uint32_t stopping;
   /* Foreign mode: a per-thread address of the thread inside
    * cudaev_loop_process, so that a second thread is caught. */

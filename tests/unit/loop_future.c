@@ -475,6 +475,84 @@ static void *setter(void *arg) {
   return NULL;
 }
 
+/* cudaev_loop_pending counts a future from the moment the call that made it
+ * returns. The driving thread of a foreign loop makes a promise and a
+ * timer, then runs `while (cudaev_loop_pending(loop)) drive(loop);`,
+ * completing the promise once the timer fired: the loop runs until both
+ * completed and their continuations ran (before, pending read 0 until the
+ * first cudaev_loop_process, and the loop ended at once). */
+Test(loop_modes, pending_counts_from_creation) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *p, *t;
+  cr_assert_eq(cudaev_promise_new(loop, &p), cudaSuccess);
+  cr_expect_eq(cudaev_loop_pending(loop), 1, "a promise, before any cudaev_loop_process");
+  cr_assert_eq(cudaev_timer_future(loop, 2000000, &t), cudaSuccess);
+  cr_expect_eq(cudaev_loop_pending(loop), 2, "and a timer");
+  struct rec rp = {0}, rt = {0};
+  cr_assert_eq(cudaev_future_then(p, rec_cb, &rp), cudaSuccess);
+  cr_assert_eq(cudaev_future_then(t, rec_cb, &rt), cudaSuccess);
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  cr_assert(ep >= 0);
+  struct epoll_event ev = {.events = EPOLLIN};
+  cr_assert(epoll_ctl(ep, EPOLL_CTL_ADD, cudaev_loop_fd(loop), &ev) == 0);
+  int passes = 0;
+  while (cudaev_loop_pending(loop)) {
+    int ms = cudaev_loop_timeout(loop);
+    struct epoll_event got;
+    epoll_wait(ep, &got, 1, ms < 0 || ms > 1000 ? 1000 : ms);
+    cudaev_loop_process(loop);
+    if (cudaev_future_ready(t) && !cudaev_future_ready(p)) cudaev_promise_set(p, cudaSuccess);
+    cr_assert_lt(++passes, 10000, "pending never reached 0");
+  }
+  close(ep);
+  cr_expect_eq(atomic_load(&rt.calls), 1, "the loop ended before the timer's continuation");
+  cr_expect_eq(atomic_load(&rp.calls), 1, "the loop ended before the promise's continuation");
+  cr_expect_eq(rt.status, cudaSuccess);
+  cudaev_future_release(p);
+  cudaev_future_release(t);
+  cudaev_loop_destroy(loop);
+}
+
+struct pending_in_cb {
+  atomic_int done;
+  size_t seen;
+  cudaev_future_t *p;
+};
+static void pending_post(cudaev_loop_t *loop, void *u) {
+  struct pending_in_cb *c = u;
+  size_t before = cudaev_loop_pending(loop);
+  cudaev_promise_new(loop, &c->p);
+  c->seen = cudaev_loop_pending(loop) - before;
+  atomic_store(&c->done, 1);
+}
+
+/* The same rule on the other threads: a thread-mode loop's count includes
+ * a promise as soon as cudaev_promise_new returns, made on the
+ * application's thread (the loop's thread takes it in concurrently) or
+ * inside a callback on the loop's own. */
+Test(loop_modes, pending_counts_from_creation_any_thread) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  for (int i = 0; i < 1000; i++) {
+    cudaev_future_t *p;
+    cr_assert_eq(cudaev_promise_new(loop, &p), cudaSuccess);
+    cr_assert_geq(cudaev_loop_pending(loop), 1, "round %d", i);
+    cudaev_promise_set(p, cudaSuccess);
+    cudaev_future_release(p);
+  }
+  struct pending_in_cb c = {0};
+  cr_assert_eq(cudaev_loop_post(loop, pending_post, &c), cudaSuccess);
+  while (!atomic_load(&c.done)) usleep(100);
+  cr_expect_eq(c.seen, 1, "a promise made on the loop thread");
+  cudaev_promise_set(c.p, cudaSuccess);
+  cudaev_future_release(c.p);
+  uint64_t t0 = mono_ns();
+  while (cudaev_loop_pending(loop) != 0 && mono_ns() - t0 < 5000000000ull) usleep(100);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+}
+
 Test(loop_modes, foreign_epoll) {
   cudaev_loop_t *loop;
   cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
