@@ -162,13 +162,25 @@ cudaError_t cudaev_loop_new_thread(cudaev_loop_t **out);
  * parent's loops must not be used there). Thread: any. */
 cudaev_loop_t *cudaev_loop_default(void);
 
-/* Destroys a loop. Every future still pending completes with
- * CUDAEV_ERROR_LOOP_DESTROYED and its continuations run on the calling
- * thread, inside this call (the one exception to "never inside the call").
- * Loop-thread host functions not yet run are skipped (their streams are
- * released). Then waits until the GPU has finished writing the loop's
- * completion words (a context synchronisation when GPU futures were
- * pending). Futures the application still holds stay valid for
+/* Destroys a loop, blocking the calling thread until it is torn down. A
+ * thread that must not stall there (a server's, at shutdown) closes the
+ * loop instead: cudaev_loop_close inside one of the loop's callbacks (a
+ * function given to cudaev_loop_post, from any thread, is one) returns at
+ * once, the loop is torn down after that pass on the thread that runs it,
+ * and the close callback says when it is done.
+ *
+ * What blocks: when GPU futures are still pending, a context
+ * synchronisation (cuCtxSynchronize) of each context they belong to, which
+ * waits for all of that context's work, the application's other streams
+ * included, so that the GPU has finished writing the loop's completion
+ * words; in thread mode, the join of the loop's thread (a callback it is
+ * running finishes first); and the continuations below.
+ *
+ * Every future still pending completes with CUDAEV_ERROR_LOOP_DESTROYED
+ * and its continuations run on the calling thread, inside this call (the
+ * one exception to "never inside the call"). Loop-thread host functions not
+ * yet run are skipped (their streams are released). Futures the
+ * application still holds stay valid for
  * cudaev_future_ready/_result/_user/_release, nothing else.
  * Thread: ev mode: the thread running the libev loop, not inside one of its
  * callbacks (or when ev_run is not running); foreign mode: the driving
@@ -199,6 +211,16 @@ typedef void (*cudaev_close_cb)(cudaev_loop_t *loop, void *user);
  * joining the loop's thread). Then cb(loop, user) runs (may be NULL) on
  * that thread, and the loop is freed. Futures held by the application stay
  * valid as after cudaev_loop_destroy.
+ *
+ * The shutdown that does not block the caller: call it inside a callback
+ * of the loop, e.g. from a function posted with cudaev_loop_post, and wait
+ * for cb instead of for the call. In thread mode the teardown, context
+ * synchronisation included, then runs on the library's thread; in ev and
+ * foreign modes on the thread that runs the loop, after the pass: there,
+ * let the pending GPU futures finish first (cancel those no longer
+ * wanted; cudaev_future_done says when the GPU is done with one), so that
+ * the close has little or nothing to wait for. Called outside the loop's
+ * callbacks it blocks as cudaev_loop_destroy does.
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL loop, or the default
  * loop, which is never closed) or cudaErrorIllegalState (already closing).
  * Thread: as cudaev_loop_destroy, plus the loop's own callbacks. */

@@ -739,6 +739,35 @@ Test(loop_close, outside_callbacks_at_once) {
   cr_expect_eq(cudaev_loop_close(cudaev_loop_default(), NULL, NULL), cudaErrorInvalidValue);
 }
 
+/* The shutdown that does not block its caller (include/cudaev.h,
+ * cudaev_loop_close): a thread posts a close to a thread-mode loop and
+ * goes on at once, although the teardown is slow (a continuation it runs
+ * takes 200 ms); the teardown and the close callback run on the loop's
+ * own thread. */
+static void slow_other_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  usleep(200000);
+  other_cb(f, s, u);
+}
+static void close_posted(cudaev_loop_t *loop, void *u) {
+  cr_expect_eq(cudaev_loop_close(loop, closed_cb, u), cudaSuccess);
+}
+Test(loop_close, posted_close_does_not_block_the_caller) {
+  static struct closing c;
+  memset(&c, 0, sizeof c);
+  cr_assert_eq(cudaev_loop_new_thread(&c.loop), cudaSuccess);
+  cudaev_promise_new(c.loop, &c.other);
+  cudaev_future_then(c.other, slow_other_cb, &c);
+  uint64_t t0 = mono_ns();
+  cr_expect_eq(cudaev_loop_post(c.loop, close_posted, &c), cudaSuccess);
+  cr_expect_lt(mono_ns() - t0, 100000000ull, "the caller waited for the teardown");
+  for (int i = 0; i < 5000 && !atomic_load(&c.closed); i++) usleep(1000);
+  cr_expect_eq(atomic_load(&c.closed), 1);
+  cr_expect(!pthread_equal(c.cb_thread, pthread_self()), "the close callback ran on the caller");
+  cr_expect_eq(atomic_load(&c.other_calls), 1);
+  cr_expect_eq(c.other_status, CUDAEV_ERROR_LOOP_DESTROYED);
+  cudaev_future_release(c.other);
+}
+
 /* ---- misuse: caught with a message, in a child ------------------------- */
 
 /* Runs fn in a forked child with stderr captured; expects SIGABRT and
