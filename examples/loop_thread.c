@@ -4,7 +4,7 @@
  * The pattern:
  *   cudaev_loop_new_thread(&loop);           (or cudaev_loop_default())
  *   ... submit work, get futures ...
- *   if (cudaev_future_wait(f, timeout_ns) == cudaErrorNotReady)
+ *   if (cudaev_future_wait(f, timeout_ns) == CUDAEV_ERROR_TIMEOUT)
  *     cudaev_future_cancel(f);               (the timeout path)
  *   cudaev_loop_destroy(loop);
  * cudaev_loop_default() is the same kind of loop, made on first use and
@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
 
   /* The slow request gets DEADLINE_NS, then is cancelled. */
   e = cudaev_future_wait(rq.f[NREQ], DEADLINE_NS);
-  if (e == cudaErrorNotReady) requests_deadline(&rq);
+  if (e == CUDAEV_ERROR_TIMEOUT) requests_deadline(&rq);
   /* when_all's outcome: the first failure among its inputs (the cancel). */
   e = cudaev_future_wait(rq.all, FOREVER);
   if (e == CUDAEV_ERROR_CANCELLED) e = cudaev_future_wait(over, FOREVER);

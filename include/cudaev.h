@@ -13,8 +13,8 @@
  * work was enqueued. What happened to the work later is the future's
  * outcome, also a cudaError_t: cudaSuccess, a CUDA error (sticky errors
  * such as cudaErrorIllegalAddress reach every pending future of the
- * context), or one of the CUDAEV_ERROR_* values below (outside CUDA's
- * range).
+ * context), or one of the CUDAEV_ERROR_* values below (values no CUDA
+ * error uses, inside the range of cudaError_t in C++ too).
  *
  * Ownership. Every function that returns a cudaev_future_t * through an
  * `out` parameter gives the caller one reference; drop it with
@@ -63,12 +63,22 @@ struct CUfunc_st; /* the driver's CUfunction (cuda.h) */
 
 /* ---- outcomes ------------------------------------------------------------ */
 
-/* Our outcomes live outside every cudaError_t value the toolkit defines
- * (CUDA 13's driver_types.h uses 0..1000 and cudaErrorApiFailureBase =
- * 10000): CUDAEV_ERROR_BASE ("CE" in the high bytes) plus a small number.
- * They are positive ints, like every cudaError_t; a unit test reads the
- * toolkit's cudaError enum and fails if any of ours collides. */
-#define CUDAEV_ERROR_BASE           0x43450000
+/* Our outcomes are CUDAEV_ERROR_BASE (15000) plus 1..99: cudaError_t
+ * values that no CUDA error uses, defined behaviour in C and in C++ alike.
+ * In C a cudaError_t holds any value of its integer type. In C++ an
+ * enumeration without a fixed underlying type, as cudaError is, has only
+ * the values of the smallest bit-field that holds all its enumerators;
+ * cudaError's largest is cudaErrorApiFailureBase = 10000, so its values
+ * are 0..16383, and loading anything outside that from a cudaError_t is
+ * undefined behaviour (UBSan's -fsanitize=enum, in g++ and clang++,
+ * reports it). The runtime documents cudaErrorApiFailureBase plus a driver
+ * error code (0..999) for unhandled driver errors, so 10000..10999 may
+ * occur too. Ours lie above all of those, and below 16384. The assertions
+ * below stop the build if a toolkit moves either bound, and a unit test
+ * reads every enumerator of the toolkit's cudaError and fails on a
+ * collision. Our cudaGetErrorName / cudaGetErrorString name them too
+ * (NVIDIA's say "unrecognized error code"). */
+#define CUDAEV_ERROR_BASE           15000
 /* The future was cancelled (cudaev_future_cancel) before it completed. The
  * GPU work itself was not stopped. */
 #define CUDAEV_ERROR_CANCELLED      ((cudaError_t)(CUDAEV_ERROR_BASE + 1))
@@ -78,15 +88,25 @@ struct CUfunc_st; /* the driver's CUfunction (cuda.h) */
  * and looks for the application's at run time (cudaev_loop_new_ev says
  * where). cudaev_error_string() says why. */
 #define CUDAEV_ERROR_NO_LIBEV       ((cudaError_t)(CUDAEV_ERROR_BASE + 3))
-/* The deadline of cudaev_future_timeout passed before its input completed. */
+/* A deadline passed: that of cudaev_future_timeout before its input
+ * completed, or cudaev_future_wait's before the future completed. */
 #define CUDAEV_ERROR_TIMEOUT        ((cudaError_t)(CUDAEV_ERROR_BASE + 4))
 
-/* The name of an outcome: cudaGetErrorName's for CUDA errors,
- * "CUDAEV_ERROR_CANCELLED" and so on for ours. Static storage. Thread: any. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+static_assert(CUDAEV_ERROR_BASE > cudaErrorApiFailureBase + 999 && CUDAEV_ERROR_BASE + 99 < 16384,
+              "CUDAEV_ERROR_* must lie above every cudaError_t and inside cudaError's range");
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(CUDAEV_ERROR_BASE > cudaErrorApiFailureBase + 999 && CUDAEV_ERROR_BASE + 99 < 16384,
+               "CUDAEV_ERROR_* must lie above every cudaError_t and inside cudaError's range");
+#endif
+
+/* The name of an outcome: "cudaErrorInvalidValue" and so on for CUDA
+ * errors, "CUDAEV_ERROR_CANCELLED" and so on for ours (our
+ * cudaGetErrorName answers the same). Static storage. Thread: any. */
 const char *cudaev_error_name(cudaError_t e);
-/* One line describing an outcome: cudaGetErrorString's for CUDA errors;
- * for CUDAEV_ERROR_NO_LIBEV, why libev could not be bound (the loader's
- * message). Static storage. Thread: any. */
+/* One line describing an outcome: cudaGetErrorString's (ours knows our
+ * outcomes too); for CUDAEV_ERROR_NO_LIBEV, why libev could not be bound
+ * (the loader's message). Static storage. Thread: any. */
 const char *cudaev_error_string(cudaError_t e);
 
 /* ---- types --------------------------------------------------------------- */
@@ -161,13 +181,25 @@ cudaError_t cudaev_loop_new_thread(cudaev_loop_t **out);
  * parent's loops must not be used there). Thread: any. */
 cudaev_loop_t *cudaev_loop_default(void);
 
-/* Destroys a loop. Every future still pending completes with
- * CUDAEV_ERROR_LOOP_DESTROYED and its continuations run on the calling
- * thread, inside this call (the one exception to "never inside the call").
- * Loop-thread host functions not yet run are skipped (their streams are
- * released). Then waits until the GPU has finished writing the loop's
- * completion words (a context synchronisation when GPU futures were
- * pending). Futures the application still holds stay valid for
+/* Destroys a loop, blocking the calling thread until it is torn down. A
+ * thread that must not stall there (a server's, at shutdown) closes the
+ * loop instead: cudaev_loop_close inside one of the loop's callbacks (a
+ * function given to cudaev_loop_post, from any thread, is one) returns at
+ * once, the loop is torn down after that pass on the thread that runs it,
+ * and the close callback says when it is done.
+ *
+ * What blocks: when GPU futures are still pending, a context
+ * synchronisation (cuCtxSynchronize) of each context they belong to, which
+ * waits for all of that context's work, the application's other streams
+ * included, so that the GPU has finished writing the loop's completion
+ * words; in thread mode, the join of the loop's thread (a callback it is
+ * running finishes first); and the continuations below.
+ *
+ * Every future still pending completes with CUDAEV_ERROR_LOOP_DESTROYED
+ * and its continuations run on the calling thread, inside this call (the
+ * one exception to "never inside the call"). Loop-thread host functions not
+ * yet run are skipped (their streams are released). Futures the
+ * application still holds stay valid for
  * cudaev_future_ready/_result/_user/_release, nothing else.
  * Thread: ev mode: the thread running the libev loop, not inside one of its
  * callbacks (or when ev_run is not running); foreign mode: the driving
@@ -198,6 +230,16 @@ typedef void (*cudaev_close_cb)(cudaev_loop_t *loop, void *user);
  * joining the loop's thread). Then cb(loop, user) runs (may be NULL) on
  * that thread, and the loop is freed. Futures held by the application stay
  * valid as after cudaev_loop_destroy.
+ *
+ * The shutdown that does not block the caller: call it inside a callback
+ * of the loop, e.g. from a function posted with cudaev_loop_post, and wait
+ * for cb instead of for the call. In thread mode the teardown, context
+ * synchronisation included, then runs on the library's thread; in ev and
+ * foreign modes on the thread that runs the loop, after the pass: there,
+ * let the pending GPU futures finish first (cancel those no longer
+ * wanted; cudaev_future_done says when the GPU is done with one), so that
+ * the close has little or nothing to wait for. Called outside the loop's
+ * callbacks it blocks as cudaev_loop_destroy does.
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL loop, or the default
  * loop, which is never closed) or cudaErrorIllegalState (already closing).
  * Thread: as cudaev_loop_destroy, plus the loop's own callbacks. */
@@ -270,8 +312,15 @@ void cudaev_loop_set_spin(cudaev_loop_t *loop, unsigned max_us);
  * Returns cudaSuccess or cudaErrorMemoryAllocation. Thread: any. */
 cudaError_t cudaev_loop_post(cudaev_loop_t *loop, cudaev_loop_fn fn, void *user);
 
-/* The number of futures the loop is tracking (pending GPU work, pending
- * promises and combinators). Approximate when read off the loop thread.
+/* The number of futures the loop is tracking: GPU work, promises,
+ * combinators and timers. A future counts from the moment the call that
+ * made it returns, on any thread, until the pass of the loop that runs its
+ * continuations (GPU work, cancelled too: or, if later, the pass that sees
+ * the GPU pass its marker). So `while (cudaev_loop_pending(loop))
+ * drive(loop);` on the driving thread ends only once everything made
+ * before it completed and its continuations ran. Off the loop thread,
+ * while a pass runs, the count may still include futures that pass
+ * completes; it never misses one made before the call and still pending.
  * Thread: any. */
 size_t cudaev_loop_pending(cudaev_loop_t *loop);
 
@@ -352,9 +401,9 @@ cudaError_t cudaev_future_then(cudaev_future_t *f, cudaev_future_cb cb, void *us
  * completes with that future's outcome when it completes (a future of any
  * loop; fn hands over one reference to it, e.g. the `out` of a cudaev_*
  * submission made inside fn). Chains nest: fn may return the *out of
- * another then_chain. *out is a promise of f's loop: do not
- * cudaev_promise_set it; destroying the loop first completes it with
- * CUDAEV_ERROR_LOOP_DESTROYED.
+ * another then_chain. *out belongs to f's loop and only the library
+ * completes it (cudaev_promise_set refuses it); destroying the loop first
+ * completes it with CUDAEV_ERROR_LOOP_DESTROYED.
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL f, fn or out) or
  * cudaErrorMemoryAllocation (*out = NULL; fn will not run). If the
  * continuation cannot be added to the returned future (out of memory),
@@ -372,7 +421,10 @@ int cudaev_future_ready(const cudaev_future_t *f);
 cudaError_t cudaev_future_result(const cudaev_future_t *f);
 
 /* Blocks until the future completes or timeout_ns passes (negative: no
- * limit). Returns the outcome, or cudaErrorNotReady on timeout.
+ * limit; 0: only looks). Returns the outcome, or CUDAEV_ERROR_TIMEOUT when
+ * timeout_ns passed first (the future stays pending; the same answer as
+ * cudaev_future_timeout's; cudaev_future_ready tells it from a future
+ * whose outcome is CUDAEV_ERROR_TIMEOUT).
  * A GPU future is also completed by the waiting thread itself when it sees
  * the GPU's completion word, so waiting works even while no thread drives
  * the loop; continuations still run on the loop thread.
@@ -406,8 +458,8 @@ int cudaev_future_cancel(cudaev_future_t *f);
  * sticky error (the context is dead: the GPU writes nothing more); when
  * the loop is destroyed first, *out completes inside cudaev_loop_destroy,
  * after its context synchronisation, with that synchronisation's outcome.
- * For other futures, f's outcome. *out is a promise of f's loop: do not
- * cudaev_promise_set it.
+ * For other futures, f's outcome. *out belongs to f's loop and only the
+ * library completes it (cudaev_promise_set refuses it).
  *
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL f or out) or
  * cudaErrorMemoryAllocation (*out = NULL).
@@ -441,13 +493,18 @@ cudaev_loop_t *cudaev_future_loop(const cudaev_future_t *f);
 
 /* ---- promises: futures the application completes ------------------------- */
 
-/* A future completed by cudaev_promise_set. Returns cudaSuccess,
+/* A future the application completes with cudaev_promise_set: a promise.
+ * Only futures made here are promises. Returns cudaSuccess,
  * cudaErrorInvalidValue, cudaErrorMemoryAllocation. Thread: any. */
 cudaError_t cudaev_promise_new(cudaev_loop_t *loop, cudaev_future_t **out);
 
 /* Completes a promise with `status`. Returns cudaSuccess if this call
  * completed it, cudaErrorIllegalState if it was already completed (or
- * cancelled), cudaErrorInvalidValue if f is not a promise. Thread: any. */
+ * cancelled), cudaErrorInvalidValue if f is NULL or not a promise of
+ * cudaev_promise_new: every other future (GPU work, timers, combinators,
+ * cudaev_future_timeout's, cudaev_future_then_chain's and
+ * cudaev_future_done's *out, a staged copy's) is completed by the library
+ * alone, and is left untouched. Thread: any. */
 cudaError_t cudaev_promise_set(cudaev_future_t *f, cudaError_t status);
 
 /* ---- combinators ----------------------------------------------------------- */

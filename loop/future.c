@@ -21,20 +21,12 @@
 _Thread_local struct cudaev_loop *cudaev__tls_loop;
 _Atomic uint32_t cudaev__self_state_kinds;
 
-CUDAEV_EXPORT const char *cudaev_error_name(cudaError_t e) {
-  if (e == CUDAEV_ERROR_CANCELLED) return "CUDAEV_ERROR_CANCELLED";
-  if (e == CUDAEV_ERROR_LOOP_DESTROYED) return "CUDAEV_ERROR_LOOP_DESTROYED";
-  if (e == CUDAEV_ERROR_NO_LIBEV) return "CUDAEV_ERROR_NO_LIBEV";
-  if (e == CUDAEV_ERROR_TIMEOUT) return "CUDAEV_ERROR_TIMEOUT";
-  return cudaGetErrorName(e);
-}
+/* cudart's cudaGetErrorName / cudaGetErrorString know our outcomes
+ * (src/error_table.h); only NO_LIBEV's text says more here: why. */
+CUDAEV_EXPORT const char *cudaev_error_name(cudaError_t e) { return cudaGetErrorName(e); }
 
 CUDAEV_EXPORT const char *cudaev_error_string(cudaError_t e) {
-  if (e == CUDAEV_ERROR_CANCELLED) return "the future was cancelled before it completed";
-  if (e == CUDAEV_ERROR_LOOP_DESTROYED)
-    return "the loop was destroyed while the future was pending";
   if (e == CUDAEV_ERROR_NO_LIBEV) return cudaev__libev_why();
-  if (e == CUDAEV_ERROR_TIMEOUT) return "the deadline passed before the future completed";
   return cudaGetErrorString(e);
 }
 
@@ -144,7 +136,9 @@ void cudaev__future_unread(struct cudaev_future *f) {
   }
 }
 
-#define LISTED_KINDS ((1u << CUDAEV__K_PROMISE) | (1u << CUDAEV__K_ALL) | (1u << CUDAEV__K_ANY))
+#define LISTED_KINDS                                                           \
+  ((1u << CUDAEV__K_PROMISE) | (1u << CUDAEV__K_ALL) | (1u << CUDAEV__K_ANY) | \
+   (1u << CUDAEV__K_RELAY))
 
 /* Promises and combinators (on the pending list) and timers (in their
  * heap): the loop holds a reference until they fire. */
@@ -217,10 +211,14 @@ static void register_now(struct cudaev_loop *loop, struct cudaev_future *f) {
 }
 
 void cudaev__future_submit(struct cudaev_future *f) {
-  if (cudaev__on_loop(f->loop))
+  if (cudaev__on_loop(f->loop)) {
     register_now(f->loop, f);
-  else
+  } else {
+    /* Counted from now (cudaev_loop_pending); the queue's push and pop
+     * order this before the pass that takes it in subtracts it. */
+    atomic_fetch_add_explicit(&f->loop->nqueued, 1, memory_order_relaxed);
     send_bits(f, CUDAEV__MB_SUBMIT);
+  }
 }
 
 static struct cudaev__cont *reverse(struct cudaev__cont *c) {
@@ -315,7 +313,10 @@ void cudaev__future_msg(struct cudaev_loop *loop, struct cudaev__msg *m) {
   struct cudaev_future *f = (struct cudaev_future *)m;
   uint32_t bits = atomic_fetch_and_explicit(&f->msg_bits, ~CUDAEV__MB_MSG, memory_order_acq_rel) &
                   CUDAEV__MB_MSG;
-  if (bits & CUDAEV__MB_SUBMIT) register_now(loop, f);
+  if (bits & CUDAEV__MB_SUBMIT) {
+    loop->ntaken++; /* still in nqueued until the pass has published */
+    register_now(loop, f);
+  }
   if (bits & CUDAEV__MB_FIRE) {
     bool entered = src_enter(f);
     cudaev__future_fire(f);
@@ -418,7 +419,7 @@ CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout
     if ((s & CUDAEV__STATE_MASK) == CUDAEV__DONE) return f->result;
     if (self && (s & CUDAEV__STATE_MASK) == CUDAEV__PENDING && self_complete(f)) continue;
     uint64_t now = cudaev__now_ns();
-    if (now >= deadline) return cudaErrorNotReady;
+    if (now >= deadline) return CUDAEV_ERROR_TIMEOUT; /* one answer for every deadline */
     /* A short spin first: GPU work waited for is often microseconds away. */
     if (now - start < 20000 && spins < 100000) {
       __builtin_ia32_pause();
@@ -441,7 +442,7 @@ CUDAEV_EXPORT cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout
 
 static void done_cb(cudaev_future_t *f, cudaError_t status, void *user) {
   (void)f;
-  cudaev_promise_set(user, status);
+  cudaev__future_try_complete(user, status);
   cudaev_future_release(user); /* the watcher's */
 }
 
@@ -450,11 +451,9 @@ CUDAEV_EXPORT cudaError_t cudaev_future_done(cudaev_future_t *f, cudaev_future_t
   if (f == NULL || out == NULL || f->kind == CUDAEV__K_HOSTFN) return cudaErrorInvalidValue;
   /* A promise the pending list does not hold: destroy fails promises
    * before the GPU source has let the GPU finish, and g must not complete
-   * before that. The loop's reference is taken all the same (firing drops
-   * it). */
-  struct cudaev_future *g = cudaev__future_new(f->loop, CUDAEV__K_PROMISE);
+   * before that. */
+  struct cudaev_future *g = cudaev__relay_new(f->loop, false);
   if (g == NULL) return cudaErrorMemoryAllocation;
-  cudaev_future_retain(g); /* the loop's */
   cudaev_future_retain(g); /* the watcher's */
   const struct cudaev__source_ops *src = f->loop->src_of[f->kind];
   cudaError_t e = src->done != NULL ? src->done(f, g) : cudaev_future_then(f, done_cb, g);
@@ -470,13 +469,25 @@ CUDAEV_EXPORT cudaError_t cudaev_future_done(cudaev_future_t *f, cudaev_future_t
 
 /* ---- promises ------------------------------------------------------------ */
 
+/* The loop's reference is taken all the same when unlisted (firing drops
+ * it). */
+static struct cudaev_future *promise_make(struct cudaev_loop *loop, int kind, bool listed) {
+  struct cudaev_future *f = cudaev__future_new(loop, kind);
+  if (f == NULL) return NULL;
+  cudaev_future_retain(f); /* the loop's */
+  if (listed) cudaev__future_submit(f);
+  return f;
+}
+
+struct cudaev_future *cudaev__relay_new(struct cudaev_loop *loop, bool listed) {
+  return promise_make(loop, CUDAEV__K_RELAY, listed);
+}
+
 CUDAEV_EXPORT cudaError_t cudaev_promise_new(cudaev_loop_t *loop, cudaev_future_t **out) {
   if (out != NULL) *out = NULL;
   if (loop == NULL || out == NULL) return cudaErrorInvalidValue;
-  struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_PROMISE);
+  struct cudaev_future *f = promise_make(loop, CUDAEV__K_PROMISE, true);
   if (f == NULL) return cudaErrorMemoryAllocation;
-  cudaev_future_retain(f); /* the loop's */
-  cudaev__future_submit(f);
   *out = f;
   return cudaSuccess;
 }
@@ -484,6 +495,9 @@ CUDAEV_EXPORT cudaError_t cudaev_promise_new(cudaev_loop_t *loop, cudaev_future_
 CUDAEV_EXPORT cudaError_t cudaev_promise_set(cudaev_future_t *f, cudaError_t status) {
   if (f == NULL) return cudaErrorInvalidValue;
   CUDAEV__CHECK_LIVE(f, "cudaev_promise_set");
+  /* Only the application's own promises: every other future (a relay, a
+   * combinator, a timer, GPU work) is completed by the library, and a set
+   * from outside would inject an outcome into it. f stays untouched. */
   if (f->kind != CUDAEV__K_PROMISE) return cudaErrorInvalidValue;
   return cudaev__future_try_complete(f, status) ? cudaSuccess : cudaErrorIllegalState;
 }

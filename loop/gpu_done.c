@@ -25,7 +25,7 @@ static cudaError_t passed_outcome(const struct cudaev_future *f) {
 }
 
 static void settle(struct cudaev_future *f, struct cudaev_future *g, cudaError_t st) {
-  cudaev_promise_set(g, st);
+  cudaev__future_try_complete(g, st);
   cudaev_future_release(g); /* the watcher's */
   cudaev_future_release(f); /* the watch's */
 }

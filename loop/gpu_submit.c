@@ -163,7 +163,7 @@ static cudaError_t copy_staged(struct cudaev__sub *s, void *dst, const void *src
     return e;
   }
   struct cudaev_future *f = NULL;
-  if (d2h && cudaev_promise_new(s->loop, &st->out) != cudaSuccess) e = cudaErrorMemoryAllocation;
+  if (d2h && (st->out = cudaev__relay_new(s->loop, true)) == NULL) e = cudaErrorMemoryAllocation;
   if (e == cudaSuccess) e = mark(s, stream, &f);
   if (e != cudaSuccess) {
     /* The copy is on the stream: the buffer stays until it is done. */

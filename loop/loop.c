@@ -68,11 +68,12 @@ struct call_msg {
   void *user;
 };
 
-static void publish_pending(struct cudaev_loop *loop) {
+static size_t publish_pending(struct cudaev_loop *loop) {
   size_t n = 0;
   for (uint32_t i = 0; i < loop->nsrc; i++)
     if (loop->src[i]->pending != NULL) n += loop->src[i]->pending(loop);
   atomic_store_explicit(&loop->npending_pub, n, memory_order_relaxed);
+  return n;
 }
 
 bool cudaev__loop_process(struct cudaev_loop *loop) {
@@ -112,6 +113,12 @@ bool cudaev__loop_process(struct cudaev_loop *loop) {
     }
   if (cudaev__run_deferred(loop)) more = true;
   publish_pending(loop);
+  /* What this pass took in is in the published count now (struct
+   * cudaev_loop, nqueued). */
+  if (loop->ntaken != 0) {
+    atomic_fetch_sub_explicit(&loop->nqueued, loop->ntaken, memory_order_release);
+    loop->ntaken = 0;
+  }
   sources_leave(loop, entered);
   cudaev__tls_loop = prev;
   return more;
@@ -165,6 +172,7 @@ static cudaError_t loop_new(const struct cudaev__backend *be, struct ev_loop *ev
   loop->evl = evl;
   atomic_init(&loop->spin_max_us, 50);
   atomic_init(&loop->npending_pub, 0);
+  atomic_init(&loop->nqueued, 0);
   atomic_init(&loop->stopping, 0);
   sources_init(loop);
   if (be->start(loop)) {
@@ -343,10 +351,16 @@ CUDAEV_EXPORT cudaError_t cudaev_loop_post(cudaev_loop_t *loop, cudaev_loop_fn f
   return cudaSuccess;
 }
 
+/* The sources' count plus the futures still on their way to a source
+ * (struct cudaev_loop, nqueued, says why the loads come in this order). */
 CUDAEV_EXPORT size_t cudaev_loop_pending(cudaev_loop_t *loop) {
   if (loop == NULL) return 0;
-  if (cudaev__on_loop(loop)) publish_pending(loop);
-  return atomic_load_explicit(&loop->npending_pub, memory_order_relaxed);
+  if (cudaev__on_loop(loop)) {
+    size_t n = publish_pending(loop);
+    return n + atomic_load_explicit(&loop->nqueued, memory_order_relaxed) - loop->ntaken;
+  }
+  size_t queued = atomic_load_explicit(&loop->nqueued, memory_order_acquire);
+  return atomic_load_explicit(&loop->npending_pub, memory_order_relaxed) + queued;
 }
 
 CUDAEV_EXPORT cudaError_t cudaev_loop_stats(cudaev_loop_t *loop, struct cudaev_loop_stats *out,

@@ -93,12 +93,18 @@ enum cudaev__fstate {
 };
 
 enum cudaev__fkind {
-  CUDAEV__K_PROMISE = 1,
+  CUDAEV__K_PROMISE = 1, /* the application's (cudaev_promise_new): the one kind
+                            cudaev_promise_set completes */
   CUDAEV__K_ALL,
   CUDAEV__K_ANY,
   CUDAEV__K_GPU,    /* completion word (or pooled event) on a stream */
   CUDAEV__K_HOSTFN, /* internal: the loop-thread host function trigger */
   CUDAEV__K_TIMER,  /* completes at a deadline (loop/timer.c) */
+  /* A promise only the library completes (cudaev__relay_new): the *out of
+   * cudaev_future_then_chain, of cudaev_future_done and of a staged
+   * device-to-host copy. A kind of its own so that cudaev_promise_set
+   * refuses it: set by the application it would inject an outcome. */
+  CUDAEV__K_RELAY,
   CUDAEV__K_COUNT
 };
 
@@ -194,6 +200,14 @@ _Static_assert(sizeof(struct cudaev_future) <= 128,
 
 /* Allocates a future of `kind` with refs = 1 (the caller's). */
 struct cudaev_future *cudaev__future_new(struct cudaev_loop *loop, int kind);
+
+/* A promise of the library's own (CUDAEV__K_RELAY), with the caller's
+ * reference and the loop's (dropped when it fires); complete it with
+ * cudaev__future_try_complete. `listed`: registered on the loop's pending
+ * list, as cudaev_promise_new's (counted, failed by destroy); unlisted,
+ * the caller completes it even through a destroy (cudaev_future_done's,
+ * after the GPU's writes). NULL when out of memory. Thread: any. */
+struct cudaev_future *cudaev__relay_new(struct cudaev_loop *loop, bool listed);
 
 /* Claims the right to complete f (exactly one caller ever gets true). */
 bool cudaev__future_claim(struct cudaev_future *f);
@@ -351,6 +365,15 @@ struct cudaev_loop {
   struct ev_loop *evl; /* ev mode: the application's libev loop */
   _Atomic uint32_t spin_max_us;
   _Atomic size_t npending_pub; /* published count for cudaev_loop_pending */
+  /* Futures sent to the loop to be registered (CUDAEV__MB_SUBMIT) that no
+   * published count holds yet: cudaev_loop_pending adds them, so that a
+   * future counts from the moment the call that made it returns, on any
+   * thread. Added to before the message is sent; a pass subtracts what it
+   * took in (ntaken) only after it published its count, with release, so
+   * a reader that loads this first (acquire) and npending_pub second
+   * counts such a future in one of the two, or both, never in neither. */
+  _Atomic size_t nqueued;
+  size_t ntaken; /* loop thread: taken in by this pass, still in nqueued */
   _Atomic uint32_t stopping;
   /* Foreign mode: a per-thread address of the thread inside
    * cudaev_loop_process, so that a second thread is caught. */

@@ -2,12 +2,13 @@
  * cudaPeekAtLastError, and the one CUresult -> cudaError_t mapping. */
 #include "internal.h"
 
+#include "cudaev.h"
 #include "error_table.h"
 
 static const char unrecognized[] = "unrecognized error code";
 
-/* Codes are sparse (0..1000, and 10000): a switch compiles to a jump table or a binary
- * search, with no table to keep sorted by hand. */
+/* Codes are sparse (0..1000, and 10000; our outcomes from 15001): a switch compiles to a
+ * jump table or a binary search, with no table to keep sorted by hand. */
 static const char *error_name(int e) {
   switch (e) {
 #define CUDAEV__ERR_NAME(code, name, text) \
@@ -28,14 +29,37 @@ static const char *error_text(int e) {
   }
 }
 
+/* Our outcomes reach applications as cudaError_t, so cudaGetErrorName /
+ * cudaGetErrorString name them too, where NVIDIA's runtime cannot. Kept out
+ * of error_name: cudaev__error_from_cu must not take a driver code for one. */
+static const char *outcome_name(int e) {
+  switch (e) {
+#define CUDAEV__OUT_NAME(code, name, text) \
+  case code: return #name;
+    CUDAEV_OUTCOME_TABLE(CUDAEV__OUT_NAME)
+#undef CUDAEV__OUT_NAME
+  default: return unrecognized;
+  }
+}
+
+static const char *outcome_text(int e) {
+  switch (e) {
+#define CUDAEV__OUT_TEXT(code, name, text) \
+  case code: return text;
+    CUDAEV_OUTCOME_TABLE(CUDAEV__OUT_TEXT)
+#undef CUDAEV__OUT_TEXT
+  default: return unrecognized;
+  }
+}
+
 const char *cudaGetErrorName(cudaError_t error) {
   const char *s = error_name((int)error);
-  return s ? s : unrecognized;
+  return s ? s : outcome_name((int)error);
 }
 
 const char *cudaGetErrorString(cudaError_t error) {
   const char *s = error_text((int)error);
-  return s ? s : unrecognized;
+  return s ? s : outcome_text((int)error);
 }
 
 /* The driver's codes were aligned with the runtime's: where a CUresult's

@@ -174,3 +174,16 @@
     "one or more resources are insufficient or non-applicable for the operation")                  \
   X(999, cudaErrorUnknown, "unknown error")                                                        \
   X(10000, cudaErrorApiFailureBase, "api failure base")
+
+/* Our outcomes (CUDAEV_ERROR_* of include/cudaev.h), kept apart from
+ * NVIDIA's table above, which diff.c compares with NVIDIA's library: ours
+ * names them where NVIDIA's says "unrecognized error code". Our
+ * cudaGetErrorName / cudaGetErrorString answer them from here, and so do
+ * cudaev_error_name / cudaev_error_string (except NO_LIBEV's text, which
+ * cudaev_error_string gives as the loader's reason). */
+#define CUDAEV_OUTCOME_TABLE(X)                                                                    \
+  X(CUDAEV_ERROR_BASE + 1, CUDAEV_ERROR_CANCELLED, "the future was cancelled before it completed") \
+  X(CUDAEV_ERROR_BASE + 2, CUDAEV_ERROR_LOOP_DESTROYED,                                            \
+    "the loop was destroyed while the future was pending")                                         \
+  X(CUDAEV_ERROR_BASE + 3, CUDAEV_ERROR_NO_LIBEV, "libev could not be bound for an ev-mode loop")  \
+  X(CUDAEV_ERROR_BASE + 4, CUDAEV_ERROR_TIMEOUT, "the deadline passed before the future completed")

@@ -25,7 +25,18 @@ import sys
 
 GLIBC = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
          "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"}
-NO_LIBEV = 0x43450003  # CUDAEV_ERROR_BASE + 3 (include/cudaev.h)
+
+
+def error_base():
+    """CUDAEV_ERROR_BASE as include/cudaev.h defines it (one source for the number)."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include",
+                          "cudaev.h")
+    with open(header) as f:
+        m = re.search(r"^#define CUDAEV_ERROR_BASE\s+(\w+)", f.read(), re.M)
+    return int(m.group(1), 0)
+
+
+NO_LIBEV = error_base() + 3  # CUDAEV_ERROR_NO_LIBEV
 
 failures = []
 

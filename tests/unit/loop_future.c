@@ -12,11 +12,18 @@
 #include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cudaev.h"
 
 /* ---- helpers ----------------------------------------------------------- */
+
+static uint64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 /* Drives a foreign-mode loop with raw epoll until *flag becomes nonzero. */
 static void drive_epoll(cudaev_loop_t *loop, atomic_int *flag) {
@@ -190,6 +197,55 @@ Test(loop_future, then_chain_destroy_fails_out) {
   cudaev_future_release(out);
 }
 
+/* cudaev_promise_set completes only cudaev_promise_new's futures: on every
+ * other kind it is refused with cudaErrorInvalidValue and the future is
+ * left as it was, so each still completes with its own outcome. */
+Test(loop_future, promise_set_refuses_every_other_future) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *a, *in[1], *f[7];
+  const char *what[7] = {"then_chain's out", "future_done's out", "future_timeout's out",
+                         "when_all's",       "when_any's",        "a timer",
+                         "a cancelled timer"};
+  cr_assert_eq(cudaev_promise_new(loop, &a), cudaSuccess);
+  in[0] = a;
+  struct chain_ctx c = {.next = NULL};
+  cr_assert_eq(cudaev_future_then_chain(a, chain_fn, &c, &f[0]), cudaSuccess);
+  cr_assert_eq(cudaev_future_done(a, &f[1]), cudaSuccess);
+  cr_assert_eq(cudaev_future_timeout(a, 60 * 1000000000ull, &f[2]), cudaSuccess);
+  cr_assert_eq(cudaev_when_all(loop, in, 1, &f[3]), cudaSuccess);
+  cr_assert_eq(cudaev_when_any(loop, in, 1, &f[4]), cudaSuccess);
+  cr_assert_eq(cudaev_timer_future(loop, 1000000, &f[5]), cudaSuccess);
+  cr_assert_eq(cudaev_timer_future(loop, 60 * 1000000000ull, &f[6]), cudaSuccess);
+  for (int i = 0; i < 7; i++) {
+    cr_expect_eq(cudaev_promise_set(f[i], CUDAEV_ERROR_CANCELLED), cudaErrorInvalidValue, "%s",
+                 what[i]);
+    cr_expect_eq(cudaev_future_ready(f[i]), 0, "%s was touched", what[i]);
+  }
+  drain(loop);
+  cr_expect_eq(cudaev_future_ready(f[0]), 0, "then_chain's out completed by the set");
+  cr_expect_eq(cudaev_promise_set(a, cudaErrorInvalidValue), cudaSuccess);
+  cr_expect_eq(cudaev_future_cancel(f[6]), 1);
+  uint64_t t0 = mono_ns();
+  while (!cudaev_future_ready(f[5]) && mono_ns() - t0 < 5000000000ull) cudaev_loop_process(loop);
+  drain(loop);
+  /* Each has the outcome its own rule gives it, none the set's. */
+  for (int i = 0; i < 5; i++)
+    cr_expect_eq(cudaev_future_result(f[i]), cudaErrorInvalidValue, "%s", what[i]);
+  cr_expect_eq(cudaev_future_result(f[5]), cudaSuccess);
+  cr_expect_eq(cudaev_future_result(f[6]), CUDAEV_ERROR_CANCELLED);
+  /* Completed or not, the refusal is the same. */
+  for (int i = 0; i < 7; i++)
+    cr_expect_eq(cudaev_promise_set(f[i], cudaSuccess), cudaErrorInvalidValue, "%s", what[i]);
+  cr_expect_eq(cudaev_promise_set(NULL, cudaSuccess), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_promise_set(a, cudaSuccess), cudaErrorIllegalState);
+  for (int i = 0; i < 7; i++) cudaev_future_release(f[i]);
+  cudaev_future_release(a);
+  drain(loop);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+}
+
 Test(loop_future, user_data_destructor_and_refs) {
   cudaev_loop_t *loop;
   cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
@@ -258,6 +314,10 @@ static int cuda_error_values(long *vals, int cap) {
   return n;
 }
 
+/* Our outcomes collide with no cudaError value (nor with the range
+ * cudaErrorApiFailureBase + a driver code, 0..999, that the runtime
+ * documents), and lie inside the value range C++ gives the enumeration: the
+ * smallest bit-field holding every enumerator (include/cudaev.h says why). */
 Test(loop_future, outcomes_outside_cuda) {
   static long vals[4096];
   int n = cuda_error_values(vals, 4096);
@@ -267,17 +327,36 @@ Test(loop_future, outcomes_outside_cuda) {
   const char *names[] = {"CUDAEV_ERROR_CANCELLED", "CUDAEV_ERROR_LOOP_DESTROYED",
                          "CUDAEV_ERROR_NO_LIBEV", "CUDAEV_ERROR_TIMEOUT"};
   int found_base = 0;
-  for (int i = 0; i < n; i++) found_base |= vals[i] == 10000;
-  cr_expect(found_base, "cudaErrorApiFailureBase (10000) not parsed");
-  for (size_t j = 0; j < sizeof ours / sizeof ours[0]; j++) {
-    cr_expect_gt((long)ours[j], 0);
-    for (int i = 0; i < n; i++)
-      cr_expect_neq((long)ours[j], vals[i], "%s collides with a cudaError value", names[j]);
-    cr_expect_str_eq(cudaev_error_name(ours[j]), names[j]);
-    cr_expect_str_neq(cudaev_error_string(ours[j]), "unrecognized error code");
+  long max = 0;
+  for (int i = 0; i < n; i++) {
+    found_base |= vals[i] == 10000;
+    cr_assert_geq(vals[i], 0, "a negative cudaError value changes the C++ range rule");
+    if (vals[i] > max) max = vals[i];
   }
-  /* CUDA's own names are unchanged. */
+  cr_expect(found_base, "cudaErrorApiFailureBase (10000) not parsed");
+  long range = 1; /* 2^bits - 1 >= max */
+  while (range < max) range = range * 2 + 1;
+  cr_expect_eq(range, 16383);
+  for (size_t j = 0; j < sizeof ours / sizeof ours[0]; j++) {
+    long v = (long)ours[j];
+    cr_expect_eq(v, CUDAEV_ERROR_BASE + 1 + (long)j);
+    cr_expect_gt(v, max + 999, "%s is not above every cudaError value", names[j]);
+    cr_expect_leq(v, range, "%s is outside cudaError's range in C++", names[j]);
+    for (int i = 0; i < n; i++)
+      cr_expect_neq(v, vals[i], "%s collides with a cudaError value", names[j]);
+    cr_expect_str_eq(cudaev_error_name(ours[j]), names[j]);
+    cr_expect_str_eq(cudaGetErrorName(ours[j]), names[j]);
+    cr_expect_str_neq(cudaev_error_string(ours[j]), "unrecognized error code");
+    cr_expect_str_neq(cudaGetErrorString(ours[j]), "unrecognized error code");
+  }
+  cr_expect_leq(CUDAEV_ERROR_BASE + 99, range, "the reserved block leaves cudaError's range");
+  /* CUDA's own names are unchanged, and codes beside ours unknown. */
   cr_expect_str_eq(cudaev_error_name((cudaError_t)10000), "cudaErrorApiFailureBase");
+  cr_expect_str_eq(cudaGetErrorName((cudaError_t)CUDAEV_ERROR_BASE), "unrecognized error code");
+  cr_expect_str_eq(cudaGetErrorName((cudaError_t)(CUDAEV_ERROR_BASE + 5)),
+                   "unrecognized error code");
+  cr_expect_str_eq(cudaGetErrorString(CUDAEV_ERROR_TIMEOUT),
+                   "the deadline passed before the future completed");
 }
 
 Test(loop_future, cancel_detaches) {
@@ -394,6 +473,84 @@ static void *setter(void *arg) {
   usleep(2000);
   cudaev_promise_set(arg, cudaSuccess);
   return NULL;
+}
+
+/* cudaev_loop_pending counts a future from the moment the call that made it
+ * returns. The driving thread of a foreign loop makes a promise and a
+ * timer, then runs `while (cudaev_loop_pending(loop)) drive(loop);`,
+ * completing the promise once the timer fired: the loop runs until both
+ * completed and their continuations ran (before, pending read 0 until the
+ * first cudaev_loop_process, and the loop ended at once). */
+Test(loop_modes, pending_counts_from_creation) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
+  cudaev_future_t *p, *t;
+  cr_assert_eq(cudaev_promise_new(loop, &p), cudaSuccess);
+  cr_expect_eq(cudaev_loop_pending(loop), 1, "a promise, before any cudaev_loop_process");
+  cr_assert_eq(cudaev_timer_future(loop, 2000000, &t), cudaSuccess);
+  cr_expect_eq(cudaev_loop_pending(loop), 2, "and a timer");
+  struct rec rp = {0}, rt = {0};
+  cr_assert_eq(cudaev_future_then(p, rec_cb, &rp), cudaSuccess);
+  cr_assert_eq(cudaev_future_then(t, rec_cb, &rt), cudaSuccess);
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  cr_assert(ep >= 0);
+  struct epoll_event ev = {.events = EPOLLIN};
+  cr_assert(epoll_ctl(ep, EPOLL_CTL_ADD, cudaev_loop_fd(loop), &ev) == 0);
+  int passes = 0;
+  while (cudaev_loop_pending(loop)) {
+    int ms = cudaev_loop_timeout(loop);
+    struct epoll_event got;
+    epoll_wait(ep, &got, 1, ms < 0 || ms > 1000 ? 1000 : ms);
+    cudaev_loop_process(loop);
+    if (cudaev_future_ready(t) && !cudaev_future_ready(p)) cudaev_promise_set(p, cudaSuccess);
+    cr_assert_lt(++passes, 10000, "pending never reached 0");
+  }
+  close(ep);
+  cr_expect_eq(atomic_load(&rt.calls), 1, "the loop ended before the timer's continuation");
+  cr_expect_eq(atomic_load(&rp.calls), 1, "the loop ended before the promise's continuation");
+  cr_expect_eq(rt.status, cudaSuccess);
+  cudaev_future_release(p);
+  cudaev_future_release(t);
+  cudaev_loop_destroy(loop);
+}
+
+struct pending_in_cb {
+  atomic_int done;
+  size_t seen;
+  cudaev_future_t *p;
+};
+static void pending_post(cudaev_loop_t *loop, void *u) {
+  struct pending_in_cb *c = u;
+  size_t before = cudaev_loop_pending(loop);
+  cudaev_promise_new(loop, &c->p);
+  c->seen = cudaev_loop_pending(loop) - before;
+  atomic_store(&c->done, 1);
+}
+
+/* The same rule on the other threads: a thread-mode loop's count includes
+ * a promise as soon as cudaev_promise_new returns, made on the
+ * application's thread (the loop's thread takes it in concurrently) or
+ * inside a callback on the loop's own. */
+Test(loop_modes, pending_counts_from_creation_any_thread) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  for (int i = 0; i < 1000; i++) {
+    cudaev_future_t *p;
+    cr_assert_eq(cudaev_promise_new(loop, &p), cudaSuccess);
+    cr_assert_geq(cudaev_loop_pending(loop), 1, "round %d", i);
+    cudaev_promise_set(p, cudaSuccess);
+    cudaev_future_release(p);
+  }
+  struct pending_in_cb c = {0};
+  cr_assert_eq(cudaev_loop_post(loop, pending_post, &c), cudaSuccess);
+  while (!atomic_load(&c.done)) usleep(100);
+  cr_expect_eq(c.seen, 1, "a promise made on the loop thread");
+  cudaev_promise_set(c.p, cudaSuccess);
+  cudaev_future_release(c.p);
+  uint64_t t0 = mono_ns();
+  while (cudaev_loop_pending(loop) != 0 && mono_ns() - t0 < 5000000000ull) usleep(100);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
 }
 
 Test(loop_modes, foreign_epoll) {
@@ -582,6 +739,35 @@ Test(loop_close, outside_callbacks_at_once) {
   cr_expect_eq(cudaev_loop_close(cudaev_loop_default(), NULL, NULL), cudaErrorInvalidValue);
 }
 
+/* The shutdown that does not block its caller (include/cudaev.h,
+ * cudaev_loop_close): a thread posts a close to a thread-mode loop and
+ * goes on at once, although the teardown is slow (a continuation it runs
+ * takes 200 ms); the teardown and the close callback run on the loop's
+ * own thread. */
+static void slow_other_cb(cudaev_future_t *f, cudaError_t s, void *u) {
+  usleep(200000);
+  other_cb(f, s, u);
+}
+static void close_posted(cudaev_loop_t *loop, void *u) {
+  cr_expect_eq(cudaev_loop_close(loop, closed_cb, u), cudaSuccess);
+}
+Test(loop_close, posted_close_does_not_block_the_caller) {
+  static struct closing c;
+  memset(&c, 0, sizeof c);
+  cr_assert_eq(cudaev_loop_new_thread(&c.loop), cudaSuccess);
+  cudaev_promise_new(c.loop, &c.other);
+  cudaev_future_then(c.other, slow_other_cb, &c);
+  uint64_t t0 = mono_ns();
+  cr_expect_eq(cudaev_loop_post(c.loop, close_posted, &c), cudaSuccess);
+  cr_expect_lt(mono_ns() - t0, 100000000ull, "the caller waited for the teardown");
+  for (int i = 0; i < 5000 && !atomic_load(&c.closed); i++) usleep(1000);
+  cr_expect_eq(atomic_load(&c.closed), 1);
+  cr_expect(!pthread_equal(c.cb_thread, pthread_self()), "the close callback ran on the caller");
+  cr_expect_eq(atomic_load(&c.other_calls), 1);
+  cr_expect_eq(c.other_status, CUDAEV_ERROR_LOOP_DESTROYED);
+  cudaev_future_release(c.other);
+}
+
 /* ---- misuse: caught with a message, in a child ------------------------- */
 
 /* Runs fn in a forked child with stderr captured; expects SIGABRT and
@@ -765,7 +951,9 @@ Test(loop_modes, own_thread_and_wait) {
   cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
   cudaev_future_t *f;
   cudaev_promise_new(loop, &f);
-  cr_expect_eq(cudaev_future_wait(f, 1000000), cudaErrorNotReady, "1 ms timeout");
+  cr_expect_eq(cudaev_future_wait(f, 1000000), CUDAEV_ERROR_TIMEOUT, "1 ms timeout");
+  cr_expect_eq(cudaev_future_wait(f, 0), CUDAEV_ERROR_TIMEOUT, "a look only");
+  cr_expect(!cudaev_future_ready(f), "a wait's timeout leaves the future pending");
   pthread_t t;
   pthread_create(&t, NULL, setter, f);
   cr_expect_eq(cudaev_future_wait(f, -1), cudaSuccess);

@@ -1114,6 +1114,12 @@ Test(loop_gpu_fake, many_streams_short_kernels) {
             atomic_load(&hostfns), NS * PER);
 }
 
+/* A posted call that sets a flag. The loop's queue is FIFO: once a call
+ * posted after some submissions ran, the loop has taken those in
+ * (cudaev_loop_pending cannot say so: it counts a future from the moment
+ * it is made). */
+static void flag_fn(cudaev_loop_t *loop, void *u) { atomic_store((atomic_int *)u, 1); }
+
 static void pending_round(cudaev_loop_t *loop, CUstream *s, int ns, int per, uint32_t *gate,
                           uint32_t round) {
   struct ctr c = {0, 0};
@@ -1128,10 +1134,13 @@ static void pending_round(cudaev_loop_t *loop, CUstream *s, int ns, int per, uin
     }
   size_t n = (size_t)ns * per;
   time_t t0 = time(NULL);
-  while (cudaev_loop_pending(loop) < n) {
-    cr_assert(time(NULL) - t0 < 20, "intake stuck at %zu of %zu", cudaev_loop_pending(loop), n);
+  atomic_int in = 0;
+  cr_assert_eq(cudaev_loop_post(loop, flag_fn, &in), cudaSuccess);
+  while (!atomic_load(&in)) {
+    cr_assert(time(NULL) - t0 < 20, "intake stuck");
     cudaev_loop_process(loop);
   }
+  cr_expect_eq(cudaev_loop_pending(loop), n);
   cr_expect_eq(c.n, 0, "completed before the gate opened");
   __atomic_store_n(gate, round, __ATOMIC_RELEASE);
   while (c.n < (long)n) {
@@ -1179,8 +1188,6 @@ Test(loop_gpu_fake, graph_launch_future) {
 
 /* Test-only counter of stream records (loop/gpu_internal.h). */
 size_t cudaev__gpu_tracks(cudaev_loop_t *loop);
-
-static void flag_fn(cudaev_loop_t *loop, void *u) { atomic_store((atomic_int *)u, 1); }
 
 /* Waits until the loop has retired everything, then until a posted call
  * ran (so that what the loop did before is visible here). */
@@ -1512,6 +1519,9 @@ Test(loop_gpu_fake, done_at_destroy_and_for_a_promise) {
   cr_assert_eq(cudaev_future_then(g, buf_free_cb, &w), cudaSuccess);
   cr_assert_eq(cudaev_promise_new(loop, &p), cudaSuccess);
   cr_assert_eq(cudaev_future_done(p, &pg), cudaSuccess);
+  cr_expect_eq(cudaev_promise_set(g, cudaErrorInvalidValue), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_promise_set(pg, cudaErrorInvalidValue), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_future_ready(pg), 0, "a refused set left done's future pending");
   cr_expect_eq(cudaev_promise_set(p, cudaErrorInvalidValue), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(pg, 5 * SEC), cudaErrorInvalidValue);
   usleep(10000); /* the watch reaches the loop */
@@ -1568,6 +1578,12 @@ Test(loop_gpu_fake, pageable_copies_are_staged_and_never_block) {
   cr_expect_lt((t1.tv_sec - t0.tv_sec) * SEC + (t1.tv_nsec - t0.tv_nsec), 50000000,
                "a pageable copy blocked the caller");
   cr_expect_eq(cudaev_future_ready(d2h), 0);
+  /* Neither is a promise: a set would complete d2h before `back` is
+   * written. Refused, and both stay pending. */
+  cr_expect_eq(cudaev_promise_set(d2h, cudaSuccess), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_promise_set(k, cudaSuccess), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_future_ready(d2h), 0);
+  cr_expect_eq(cudaev_future_ready(k), 0);
   struct copy_seen c = {.dst = back};
   cr_assert_eq(cudaev_future_then(d2h, copy_cb, &c), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(d2h, 5 * SEC), cudaSuccess);
@@ -1647,9 +1663,12 @@ static void exit_child(void) {
       cudaev_host_func(d, (cudaStream_t)exit_stream, host_fn, &exit_hf, &h) != cudaSuccess ||
       cudaev_stream_future(d, (cudaStream_t)exit_stream, &g) != cudaSuccess)
     _exit(3);
-  /* The loop has seen all four (kernel, gate trigger, host function, marker). */
-  for (int i = 0; i < 5000 && cudaev_loop_pending(d) < 4; i++) usleep(1000);
-  if (cudaev_loop_pending(d) < 4) _exit(4);
+  /* The loop has taken all four in (kernel, gate trigger, host function,
+   * marker): a call posted after them has run. */
+  static atomic_int in;
+  if (cudaev_loop_post(d, flag_fn, &in) != cudaSuccess) _exit(4);
+  for (int i = 0; i < 5000 && !atomic_load(&in); i++) usleep(1000);
+  if (!atomic_load(&in) || cudaev_loop_pending(d) < 4) _exit(4);
   exit(0);
 }
 

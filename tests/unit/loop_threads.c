@@ -250,6 +250,41 @@ static void test_destroy_pending(void) {
   }
 }
 
+/* cudaev_loop_pending from several threads while the loop's thread takes
+ * their futures in: each thread's own promise, not yet set, is always in
+ * the count (the pass that takes it in subtracts it from the queued count
+ * only after publishing its own). */
+struct pending_race {
+  cudaev_loop_t *loop;
+  atomic_long misses;
+};
+static void *pending_thread(void *arg) {
+  struct pending_race *r = arg;
+  for (int i = 0; i < 20000; i++) {
+    cudaev_future_t *p;
+    if (cudaev_promise_new(r->loop, &p) != cudaSuccess) {
+      atomic_fetch_add(&r->misses, 1);
+      continue;
+    }
+    for (int k = 0; k < 4; k++)
+      if (cudaev_loop_pending(r->loop) < 1) atomic_fetch_add(&r->misses, 1);
+    cudaev_promise_set(p, cudaSuccess);
+    cudaev_future_release(p);
+  }
+  return NULL;
+}
+static void test_pending_race(void) {
+  struct pending_race r = {0};
+  CHECK(cudaev_loop_new_thread(&r.loop) == cudaSuccess);
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, pending_thread, &r);
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  CHECK(atomic_load(&r.misses) == 0);
+  for (int i = 0; i < 5000 && cudaev_loop_pending(r.loop) != 0; i++) usleep(1000);
+  CHECK(cudaev_loop_pending(r.loop) == 0);
+  cudaev_loop_destroy(r.loop);
+}
+
 /* Objects a thread keeps for reuse go back to malloc when it exits: 16
  * threads each fill their lists with 4,000 objects and exit; malloc's
  * bytes in use return to where they were (within 64 KiB). */
@@ -288,6 +323,7 @@ int main(void) {
   test_foreign_epoll();
   test_ev();
   test_destroy_pending();
+  test_pending_race();
   printf("%s (%ld futures in the 32-thread test)\n", failures ? "FAIL" : "PASS", total);
   return failures ? 1 : 0;
 }
