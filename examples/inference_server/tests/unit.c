@@ -1,6 +1,7 @@
 /* Unit tests of the service's pure parts: request and response bodies
  * (parse.c), the batching policy (policy.h), the MLP and its weights file
- * (model.c), the device list and flags (config.c), metrics (metrics.c). */
+ * (model.c), the device list and flags (config.c), metrics (metrics.c),
+ * the lists behind the clients' deadlines (deadline_fifo.c). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "deadline_fifo.h"
 #include "metrics.h"
 #include "model.h"
 #include "parse.h"
@@ -275,4 +277,59 @@ Test(metrics, render) {
     cr_expect(sp != NULL && sp[1] != 0, "%s", line);
   }
   sb_free(&b);
+}
+
+/* ---- deadline_fifo.c ---------------------------------------------------- */
+
+Test(deadline_fifo, order_and_due) {
+  struct deadline_fifo f;
+  struct deadline_item a = {0}, b = {0}, c = {0};
+  deadline_fifo_init(&f, 100);
+  cr_expect_eq(deadline_fifo_next_due(&f), UINT64_MAX);
+  cr_expect_null(deadline_fifo_pop_due(&f, 1000));
+  deadline_fifo_push(&f, &a, 10);
+  deadline_fifo_push(&f, &b, 20);
+  deadline_fifo_push(&f, &c, 30);
+  cr_expect_eq(f.len, 3);
+  cr_expect_eq(deadline_fifo_next_due(&f), 110);
+  cr_expect_null(deadline_fifo_pop_due(&f, 109), "not due yet");
+  cr_expect_eq(deadline_fifo_pop_due(&f, 120), &a);
+  cr_expect_eq(deadline_fifo_pop_due(&f, 120), &b, "due exactly at 120");
+  cr_expect_null(deadline_fifo_pop_due(&f, 120));
+  cr_expect_null(a.on, "a popped item is in no list");
+  cr_expect_eq(deadline_fifo_next_due(&f), 130);
+  cr_expect_eq(f.len, 1);
+}
+
+Test(deadline_fifo, remove_and_move) {
+  struct deadline_fifo f, g;
+  struct deadline_item a = {0}, b = {0}, c = {0};
+  deadline_fifo_init(&f, 100);
+  deadline_fifo_init(&g, 5);
+  deadline_fifo_push(&f, &a, 0);
+  deadline_fifo_push(&f, &b, 1);
+  deadline_fifo_push(&f, &c, 2);
+  deadline_item_remove(&b); /* from the middle */
+  deadline_item_remove(&b); /* twice: nothing */
+  cr_expect_eq(f.len, 2);
+  cr_expect_eq(a.next, &c);
+  cr_expect_eq(c.prev, &a);
+  deadline_item_remove(&a); /* the head */
+  cr_expect_eq(f.head, &c);
+  cr_expect_eq(deadline_fifo_next_due(&f), 102);
+  /* Pushed again: to the back, with a new due time. */
+  deadline_fifo_push(&f, &a, 50);
+  cr_expect_eq(f.tail, &a);
+  cr_expect_eq(a.due_ns, 150);
+  /* Pushed onto another list: it leaves the first. */
+  deadline_fifo_push(&g, &c, 60);
+  cr_expect_eq(f.len, 1);
+  cr_expect_eq(f.head, &a);
+  cr_expect_eq(g.head, &c);
+  cr_expect_eq(c.on, &g);
+  cr_expect_eq(deadline_fifo_next_due(&g), 65);
+  deadline_item_remove(&a);
+  deadline_item_remove(&c);
+  cr_expect(f.head == NULL && f.tail == NULL && f.len == 0);
+  cr_expect(g.head == NULL && g.tail == NULL && g.len == 0);
 }
