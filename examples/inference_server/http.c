@@ -42,6 +42,14 @@ enum {
   RQ_SENT,     /* handed to MHD */
 };
 
+/* The labels of /metrics' other requests (infer_other_requests_total). */
+enum route {
+  ROUTE_INFER = METRICS_PATH_INFER,
+  ROUTE_HEALTH = METRICS_PATH_HEALTH,
+  ROUTE_METRICS = METRICS_PATH_METRICS,
+  ROUTE_NONE = METRICS_PATH_OTHER,
+};
+
 struct http {
   struct MHD_Daemon *d;
   ev_io io;
@@ -62,6 +70,16 @@ static struct MHD_Response *text_response(const char *text, int close) {
   return resp;
 }
 
+/* Inference requests and the rest are counted apart. */
+static void count_answer(struct request *r, unsigned status) {
+  struct server *s = r->srv;
+  if (r->infer)
+    metrics_request(s->metrics, status, now_ns() - r->arrival_ns);
+  else
+    metrics_other(s->metrics, (enum metrics_path)r->route, status);
+  atomic_fetch_add_explicit(&s->answers, 1, memory_order_relaxed);
+}
+
 /* Records the answer; resumes the connection if it waits for one. */
 static void answer(struct request *r, unsigned status, struct MHD_Response *resp) {
   struct server *s = r->srv;
@@ -71,8 +89,7 @@ static void answer(struct request *r, unsigned status, struct MHD_Response *resp
   r->status = status;
   r->response = resp;
   r->state = RQ_ANSWERED;
-  metrics_request(s->metrics, status, now_ns() - r->arrival_ns);
-  atomic_fetch_add_explicit(&s->answers, 1, memory_order_relaxed);
+  count_answer(r, status);
   if (r->suspended) {
     r->suspended = 0;
     MHD_resume_connection(r->conn);
@@ -331,8 +348,6 @@ static enum MHD_Result finish_infer(struct request *r) {
   batch_push(s, r);
   return MHD_YES;
 }
-
-enum route { ROUTE_INFER, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_NONE };
 
 /* Everything but the body of POST /v1/infer is answered once the request
  * is complete: an answer queued while MHD still expects a body makes it

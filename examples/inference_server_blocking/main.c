@@ -22,7 +22,13 @@
 #include "parse.h"
 #include "twin.h"
 
-enum route { ROUTE_INFER, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_NONE };
+/* The labels of /metrics' other requests, as the service's. */
+enum route {
+  ROUTE_INFER = METRICS_PATH_INFER,
+  ROUTE_HEALTH = METRICS_PATH_HEALTH,
+  ROUTE_METRICS = METRICS_PATH_METRICS,
+  ROUTE_NONE = METRICS_PATH_OTHER,
+};
 
 /* A request, on its connection's thread. */
 struct creq {
@@ -39,7 +45,10 @@ static atomic_long active; /* requests begun and not completed */
 static enum MHD_Result respond(struct MHD_Connection *c, struct creq *r, unsigned status,
                                struct MHD_Response *resp) {
   r->answered = 1;
-  metrics_request(&twin.metrics, status, now_ns() - r->arrival_ns);
+  if (r->infer)
+    metrics_request(&twin.metrics, status, now_ns() - r->arrival_ns);
+  else
+    metrics_other(&twin.metrics, (enum metrics_path)r->route, status);
   if (resp == NULL) return MHD_NO;
   if (twin.draining) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
   enum MHD_Result ok = MHD_queue_response(c, status, resp);

@@ -257,11 +257,25 @@ Test(metrics, render) {
   metrics_init(&m, 64);
   metrics_request(&m, 200, 300000); /* 0.3 ms */
   metrics_request(&m, 418, 1000);   /* other */
+  metrics_other(&m, METRICS_PATH_HEALTH, 200);
+  metrics_other(&m, METRICS_PATH_HEALTH, 200);
+  metrics_other(&m, METRICS_PATH_OTHER, 404);
+  metrics_other(&m, METRICS_PATH_INFER, 405);
   metrics_batch(&m, 3, 50000);
+  cr_expect_eq(metrics_answers(&m), 6);
   metrics_render(&m, &b);
   cr_assert(!b.oom);
   cr_expect(strstr(b.p, "infer_requests_total{code=\"200\"} 1\n") != NULL);
+  cr_expect(strstr(b.p, "infer_requests_total{code=\"404\"} 0\n") != NULL,
+            "other requests are not inference requests");
   cr_expect(strstr(b.p, "infer_requests_total{code=\"other\"} 1\n") != NULL);
+  cr_expect(strstr(b.p, "infer_other_requests_total{path=\"/health\",code=\"200\"} 2\n") != NULL);
+  cr_expect(strstr(b.p, "infer_other_requests_total{path=\"other\",code=\"404\"} 1\n") != NULL);
+  cr_expect(strstr(b.p, "infer_other_requests_total{path=\"/v1/infer\",code=\"405\"} 1\n") != NULL);
+  cr_expect(strstr(b.p, "infer_other_requests_total{path=\"/metrics\"") == NULL,
+            "pairs never seen are not printed");
+  cr_expect(strstr(b.p, "infer_request_duration_seconds_count 2\n") != NULL,
+            "the latency of inference requests only");
   cr_expect(strstr(b.p, "infer_request_duration_seconds_bucket{le=\"0.00025\"} 1\n") != NULL,
             "the 1 us answer is in the first buckets, the 0.3 ms one is not");
   cr_expect(strstr(b.p, "infer_request_duration_seconds_bucket{le=\"0.0005\"} 2\n") != NULL);
