@@ -117,6 +117,10 @@ void metrics_other(struct metrics *m, enum metrics_path path, unsigned code) {
   atomic_fetch_add_explicit(&m->other[path][code_index(code)], 1, memory_order_relaxed);
 }
 
+void metrics_timeout(struct metrics *m, enum metrics_phase phase) {
+  atomic_fetch_add_explicit(&m->timeouts[phase], 1, memory_order_relaxed);
+}
+
 unsigned long long metrics_answers(struct metrics *m) {
   unsigned long long n = 0;
   for (int i = 0; i < METRICS_NCODES; i++) {
@@ -165,6 +169,7 @@ static const char *code_label(int i, char buf[12]) {
 
 void metrics_render(struct metrics *m, struct strbuf *b) {
   static const char *paths[METRICS_NPATHS] = {"/v1/infer", "/health", "/metrics", "other"};
+  static const char *phases[METRICS_NPHASES] = {"headers", "body"};
   char code[12];
   sb_printf(b,
             "# HELP infer_requests_total Answers to inference requests (POST /v1/infer), by HTTP "
@@ -188,6 +193,13 @@ void metrics_render(struct metrics *m, struct strbuf *b) {
                   code_label(i, code), v);
     }
   }
+  sb_printf(b,
+            "# HELP infer_http_timeouts_total Connections cut because the client did not "
+            "complete its request's headers or body within their deadline.\n"
+            "# TYPE infer_http_timeouts_total counter\n");
+  for (int p = 0; p < METRICS_NPHASES; p++)
+    sb_printf(b, "infer_http_timeouts_total{phase=\"%s\"} %llu\n", phases[p],
+              (unsigned long long)atomic_load_explicit(&m->timeouts[p], memory_order_relaxed));
   hist_render(&m->latency, b);
   hist_render(&m->batch, b);
   hist_render(&m->gpu, b);

@@ -9,6 +9,8 @@
  *   infer_other_requests_total{path,code} answers to everything else (health
  *                                         checks, scrapes, 404s, 405s); only
  *                                         the pairs seen so far are printed
+ *   infer_http_timeouts_total{phase}      connections cut at the header or
+ *                                         the body deadline (slow clients)
  *   infer_request_duration_seconds        arrival (headers read) to answer ready,
  *                                         inference requests only
  *   infer_batch_size                      rows per batch sent to a device
@@ -39,8 +41,8 @@ struct hist {
 
 /* Status codes counted one by one; others count as "other". */
 #define METRICS_CODES \
-  { 200, 400, 404, 405, 413, 415, 500, 503, 504 }
-#define METRICS_NCODES 10
+  { 200, 400, 404, 405, 408, 413, 415, 500, 503, 504 }
+#define METRICS_NCODES 11
 
 /* What a request that is not an inference asked for (the label `path`). */
 enum metrics_path {
@@ -51,9 +53,13 @@ enum metrics_path {
   METRICS_NPATHS
 };
 
+/* Where a too slow client was when its deadline passed (the label `phase`). */
+enum metrics_phase { METRICS_PHASE_HEADERS, METRICS_PHASE_BODY, METRICS_NPHASES };
+
 struct metrics {
   atomic_uint_fast64_t requests[METRICS_NCODES];
   atomic_uint_fast64_t other[METRICS_NPATHS][METRICS_NCODES];
+  atomic_uint_fast64_t timeouts[METRICS_NPHASES];
   struct hist latency; /* nanoseconds */
   struct hist gpu;     /* nanoseconds */
   struct hist batch;   /* rows */
@@ -76,6 +82,8 @@ void metrics_init(struct metrics *m, int max_batch);
 void metrics_request(struct metrics *m, unsigned code, uint64_t latency_ns);
 /* An answer with `code` to a request that was not an inference. */
 void metrics_other(struct metrics *m, enum metrics_path path, unsigned code);
+/* A connection cut because its client was too slow in `phase`. */
+void metrics_timeout(struct metrics *m, enum metrics_phase phase);
 /* Every answer counted so far, inference or not. */
 unsigned long long metrics_answers(struct metrics *m);
 /* A batch of `rows` done on a device in gpu_ns of device time. */

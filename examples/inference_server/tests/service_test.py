@@ -21,6 +21,7 @@ import json
 import os
 import random
 import re
+import select
 import signal
 import socket
 import struct
@@ -40,8 +41,8 @@ from harness import (CPU_LAYERS, SLOW, TOL, Failure, Server, check, check_answer
 def t_usage(args):
     """--help, --version and usage errors, like a daemon."""
     p = subprocess.run([args.server, "--help"], capture_output=True, text=True, timeout=30)
-    check(p.returncode == 0 and "Usage:" in p.stdout and "--batch-window-us" in p.stdout,
-          "--help")
+    check(p.returncode == 0 and "Usage:" in p.stdout and "--batch-window-us" in p.stdout and
+          "--header-deadline-ms" in p.stdout and "--body-deadline-ms" in p.stdout, "--help")
     p = subprocess.run([args.server, "--version"], capture_output=True, text=True, timeout=30)
     check(p.returncode == 0 and p.stdout.strip(), "--version")
     for bad in (["--bogus"], ["--max-batch", "0"], ["--port", "70000"], ["extra"],
@@ -489,6 +490,189 @@ def t_cloexec(args):
         s.stop()
 
 
+def slow_client(port, first, drip, every=0.3, limit=15.0):
+    """Sends `first`, then drip(j) every `every` seconds (j = 0, 1, ...) until
+    the server answers or closes; returns (seconds from the start to the
+    end of the stream, everything read)."""
+    k = socket.create_connection(("127.0.0.1", port), timeout=limit * SLOW)
+    t0 = time.monotonic()
+    k.sendall(first)
+    got, j, sending = b"", 0, True
+    while time.monotonic() - t0 < limit * SLOW:
+        ready, _, _ = select.select([k], [], [], every)
+        if ready:
+            try:
+                b = k.recv(4096)
+            except ConnectionResetError:
+                break
+            if not b:
+                break
+            got += b
+            continue
+        if sending:
+            try:
+                k.sendall(drip(j))
+                j += 1
+            except OSError:  # the server closed: what it sent is still to read
+                sending = False
+    k.close()
+    return time.monotonic() - t0, got
+
+
+def check_408(got, phase, ms, what):
+    head, _, body = got.partition(b"\r\n\r\n")
+    check(head.startswith(b"HTTP/1.1 408 "), f"{what}: {got[:80]!r}, want a 408")
+    check(re.search(rb"\r\nconnection: close\r\n", head + b"\r\n", re.I) is not None,
+          f"{what}: no Connection: close")
+    m = re.search(rb"content-length: *(\d+)", head, re.I)
+    want = b"request %s not complete within %d ms\n" % (phase.encode(), ms)
+    check(m is not None and int(m.group(1)) == len(body) and body == want,
+          f"{what}: body {body!r}, want {want!r}")
+
+
+def t_slow_clients(args):
+    """Clients too slow to send a request: headers a line at a time (a
+    slowloris), a body a byte at a time, a kept-alive connection's next
+    request line a byte at a time. Each gets a 408 with its reason and its
+    connection is closed at its deadline, though it never goes idle for the
+    idle timeout; good clients are served all along; /metrics counts the
+    cuts; nothing about them reads as the server's error on stderr; the fds
+    come back to their idle level. Then the connection slots a slowloris
+    holds come free at the header deadline."""
+    ms = 1000
+    idle_s = 2
+    with Server(args, ["--header-deadline-ms", str(ms), "--body-deadline-ms", str(ms),
+                       "--connection-timeout", str(idle_s), "--batch-window-us", "200"]) as s:
+        pid, n = s.proc.pid, s.model.inputs
+        time.sleep(0.2)
+        fds_idle = len(os.listdir(f"/proc/{pid}/fd"))
+        body = json.dumps([0.25] * n).encode()
+        post = (b"POST /v1/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(body))
+        results, lock, errors = [], threading.Lock(), []
+
+        def headers(i):
+            r = slow_client(s.port, b"POST /v1/infer HTTP/1.1\r\n",
+                            lambda j: b"X-Slow-%d: %d\r\n" % (j, i))
+            with lock:
+                results.append(("headers", r))
+
+        def body_(i):
+            r = slow_client(s.port, post + body[:5], lambda j: body[5 + j:6 + j])
+            with lock:
+                results.append(("body", r))
+
+        def idle(i):
+            # One request answered, then the next request line a byte at a
+            # time: due --connection-timeout + --header-deadline-ms after
+            # the answer (MHD's idle timeout never fires: bytes keep coming).
+            line = b"GET /health HTTP/1.1\r\n"
+            k = socket.create_connection(("127.0.0.1", s.port), timeout=15 * SLOW)
+            k.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            first = k.recv(4096)
+            t0 = time.monotonic()
+            got, j = b"", 0
+            while time.monotonic() - t0 < 15 * SLOW:
+                ready, _, _ = select.select([k], [], [], 0.3)
+                if ready:
+                    b = k.recv(4096)
+                    if not b:
+                        break
+                    got += b
+                elif j < len(line):
+                    k.sendall(line[j:j + 1])
+                    j += 1
+            k.close()
+            with lock:
+                results.append(("idle", (time.monotonic() - t0, got)))
+                if not first.startswith(b"HTTP/1.1 200"):
+                    errors.append(f"idle client's first request: {first[:60]!r}")
+
+        stop = threading.Event()
+        served = [0]
+
+        def good(seed):
+            rng = random.Random(seed)
+            c = s.conn()
+            while not stop.is_set():
+                x = rand_input(s.model, rng)
+                try:
+                    st, _, y, data, dt = s.infer(x, conn=c)
+                    if st != 200:
+                        errors.append(f"good client: {st} {data[:80]!r}")
+                    else:
+                        check_answer(s.model, x, y, "good client")
+                        if dt > 2 * SLOW:
+                            errors.append(f"good client waited {dt:.2f} s")
+                    with lock:
+                        served[0] += 1
+                except (Failure, http.client.HTTPException, OSError) as e:
+                    errors.append(f"good client: {e!r}")
+                    c.close()
+                    c = s.conn()
+                time.sleep(0.01)
+            c.close()
+
+        goods = [threading.Thread(target=good, args=(i,)) for i in range(4)]
+        slow = ([threading.Thread(target=headers, args=(i,)) for i in range(20)] +
+                [threading.Thread(target=body_, args=(i,)) for i in range(20)] +
+                [threading.Thread(target=idle, args=(i,)) for i in range(5)])
+        for t in goods + slow:
+            t.start()
+        for t in slow:
+            t.join(30 * SLOW)
+        stop.set()
+        for t in goods:
+            t.join(30 * SLOW)
+        check(not errors, f"{len(errors)} errors, e.g. {errors[:3]}")
+        check(len(results) == 45, f"{len(results)} slow clients finished, want 45")
+        for kind, (secs, got) in results:
+            phase = "body" if kind == "body" else "headers"
+            check_408(got, phase, ms, f"slow {kind}")
+            # The idle client starts its clock when it has read the answer,
+            # the server when it sent it: a loaded client reads late.
+            due = ms / 1000 + (idle_s if kind == "idle" else 0)
+            early = 0.5 if kind == "idle" else 0.2
+            check(due - early <= secs <= due + 1.5 * SLOW,
+                  f"slow {kind}: cut after {secs:.2f} s, due after {due:.1f} s")
+        check(served[0] >= 20, f"good clients served {served[0]} requests meanwhile")
+        m = s.metrics()
+        check(m['infer_http_timeouts_total{phase="headers"}'] == 25, "header timeouts counted")
+        check(m['infer_http_timeouts_total{phase="body"}'] == 20, "body timeouts counted")
+        check(m['infer_requests_total{code="408"}'] == 20, "the 408s of inference requests")
+        t1 = time.monotonic()
+        while len(os.listdir(f"/proc/{pid}/fd")) != fds_idle and time.monotonic() - t1 < 5 * SLOW:
+            time.sleep(0.1)
+        check(len(os.listdir(f"/proc/{pid}/fd")) == fds_idle,
+              f"fds {len(os.listdir(f'/proc/{pid}/fd'))} after, {fds_idle} before")
+        print(f"# 45 slow clients cut at their deadlines (408 each) while 4 good clients "
+              f"got {served[0]} answers")
+        s.stop()
+        # Not a line: "Application reported internal error", "closed by
+        # remote side", or anything else.
+        check(not s.err, "stderr:\n" + s.log())
+
+    # The slots: a slowloris holding every connection the service takes
+    # delays a good client by the header deadline at most.
+    with Server(args, ["--header-deadline-ms", str(ms), "--max-connections", "8"]) as s:
+        hold = [threading.Thread(target=slow_client, args=(
+            s.port, b"GET /health HTTP/1.1\r\n", lambda j: b"X-Slow: %d\r\n" % j))
+            for _ in range(8)]
+        for t in hold:
+            t.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        st, _, data, _ = s.request("GET", "/health")
+        waited = time.monotonic() - t0
+        check(st == 200, f"the good client: {st} {data!r}")
+        check(waited <= ms / 1000 + 1.0 * SLOW,
+              f"the good client waited {waited:.2f} s for a slot, the deadline is {ms} ms")
+        for t in hold:
+            t.join(30 * SLOW)
+        print(f"# with every slot held by a slowloris, a good client waited {waited:.2f} s")
+        s.stop()
+
+
 def t_soak_faults(args):
     """A bounded soak (INFER_FAULT_SOAK_S, default 30 s) at a few hundred
     connections: good clients (keep-alive, every answer checked), malformed
@@ -870,7 +1054,7 @@ def t_gpu_soak(args):
 
 CPU_TESTS = [t_usage, t_weights, t_endpoints, t_bad_requests, t_batching, t_load,
              t_multi_device, t_deadline, t_queue_full, t_fault, t_restart, t_drain,
-             t_drain_timeout, t_limits, t_cloexec, t_loop_threads, t_soak_faults]
+             t_drain_timeout, t_limits, t_slow_clients, t_cloexec, t_loop_threads, t_soak_faults]
 TWIN_TESTS = [t_usage, t_endpoints, t_bad_requests, t_batching, t_load, t_multi_device, t_deadline,
               t_queue_full, t_fault, t_drain]
 GPU_TESTS = [t_endpoints, t_gpu_load, t_fault, t_gpu_soak, t_cloexec, t_drain]

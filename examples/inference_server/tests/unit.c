@@ -238,8 +238,13 @@ Test(config, flags) {
                 "--batch-window-us=50",
                 "--backend=cpu",
                 "--fault-injection",
+                "--header-deadline-ms=1500",
+                "--body-deadline-ms",
+                "250",
                 NULL};
-  cr_expect_eq(config_parse(&c, "p", "t", 7, ok), -1);
+  cr_expect_eq(config_parse(&c, "p", "t", 10, ok), -1);
+  cr_expect_eq(c.header_deadline_ms, 1500u);
+  cr_expect_eq(c.body_deadline_ms, 250u);
   cr_expect_eq(c.port, 0);
   cr_expect_eq(c.max_batch, 8);
   cr_expect_eq(c.window_us, 50u);
@@ -247,6 +252,12 @@ Test(config, flags) {
   cr_expect_str_eq(c.backend, "cpu");
   char *bad[] = {"p", "--max-batch=0", NULL};
   cr_expect_eq(config_parse(&c, "p", "t", 2, bad), 2);
+  char *zero[] = {"p", "--body-deadline-ms=0", NULL};
+  cr_expect_eq(config_parse(&c, "p", "t", 2, zero), 2, "a deadline of 0 ms is refused");
+  char *none[] = {"p", NULL};
+  cr_expect_eq(config_parse(&c, "p", "t", 1, none), -1);
+  cr_expect_eq(c.header_deadline_ms, 10000u, "defaults");
+  cr_expect_eq(c.body_deadline_ms, 10000u);
 }
 
 /* ---- metrics.c ---------------------------------------------------------- */
@@ -257,15 +268,18 @@ Test(metrics, render) {
   metrics_init(&m, 64);
   metrics_request(&m, 200, 300000); /* 0.3 ms */
   metrics_request(&m, 418, 1000);   /* other */
+  metrics_request(&m, 408, 2000);
   metrics_other(&m, METRICS_PATH_HEALTH, 200);
   metrics_other(&m, METRICS_PATH_HEALTH, 200);
   metrics_other(&m, METRICS_PATH_OTHER, 404);
   metrics_other(&m, METRICS_PATH_INFER, 405);
+  metrics_timeout(&m, METRICS_PHASE_HEADERS);
   metrics_batch(&m, 3, 50000);
-  cr_expect_eq(metrics_answers(&m), 6);
+  cr_expect_eq(metrics_answers(&m), 7);
   metrics_render(&m, &b);
   cr_assert(!b.oom);
   cr_expect(strstr(b.p, "infer_requests_total{code=\"200\"} 1\n") != NULL);
+  cr_expect(strstr(b.p, "infer_requests_total{code=\"408\"} 1\n") != NULL);
   cr_expect(strstr(b.p, "infer_requests_total{code=\"404\"} 0\n") != NULL,
             "other requests are not inference requests");
   cr_expect(strstr(b.p, "infer_requests_total{code=\"other\"} 1\n") != NULL);
@@ -274,11 +288,13 @@ Test(metrics, render) {
   cr_expect(strstr(b.p, "infer_other_requests_total{path=\"/v1/infer\",code=\"405\"} 1\n") != NULL);
   cr_expect(strstr(b.p, "infer_other_requests_total{path=\"/metrics\"") == NULL,
             "pairs never seen are not printed");
-  cr_expect(strstr(b.p, "infer_request_duration_seconds_count 2\n") != NULL,
+  cr_expect(strstr(b.p, "infer_http_timeouts_total{phase=\"headers\"} 1\n") != NULL);
+  cr_expect(strstr(b.p, "infer_http_timeouts_total{phase=\"body\"} 0\n") != NULL);
+  cr_expect(strstr(b.p, "infer_request_duration_seconds_count 3\n") != NULL,
             "the latency of inference requests only");
-  cr_expect(strstr(b.p, "infer_request_duration_seconds_bucket{le=\"0.00025\"} 1\n") != NULL,
-            "the 1 us answer is in the first buckets, the 0.3 ms one is not");
-  cr_expect(strstr(b.p, "infer_request_duration_seconds_bucket{le=\"0.0005\"} 2\n") != NULL);
+  cr_expect(strstr(b.p, "infer_request_duration_seconds_bucket{le=\"0.00025\"} 2\n") != NULL,
+            "the 1 and 2 us answers are in the first buckets, the 0.3 ms one is not");
+  cr_expect(strstr(b.p, "infer_request_duration_seconds_bucket{le=\"0.0005\"} 3\n") != NULL);
   cr_expect(strstr(b.p, "infer_batch_size_bucket{le=\"2\"} 0\n") != NULL);
   cr_expect(strstr(b.p, "infer_batch_size_bucket{le=\"4\"} 1\n") != NULL);
   cr_expect(strstr(b.p, "infer_batch_size_bucket{le=\"64\"} 1\n") != NULL);
