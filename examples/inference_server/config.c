@@ -53,11 +53,21 @@ static void usage(const struct config *c, FILE *f) {
           "\n"
           "Limits:\n"
           "      --max-queue=N       requests waiting for a batch before 503 (default 8192)\n"
-          "      --deadline-ms=N     a request not answered by then gets 504 (default 2000)\n"
+          "      --deadline-ms=N     a request not answered N ms after its body arrived\n"
+          "                          gets 504 (default 2000)\n"
+          "      --header-deadline-ms=N  the request line and headers must arrive within N ms\n"
+          "                          of the connection's start (a later request on it: of\n"
+          "                          its request line); else 408 and the connection is\n"
+          "                          closed, however steadily they trickle (default 10000)\n"
+          "      --body-deadline-ms=N  the body must arrive within N ms of the headers; else\n"
+          "                          408 and the connection is closed (default 10000; the\n"
+          "                          blocking twin ignores both)\n"
           "      --max-body=BYTES    larger request bodies get 413 (default: fits the input)\n"
           "      --max-connections=N concurrent connections (default 10000; also capped by\n"
           "                          the open-file limit, raised to its hard limit at start)\n"
-          "      --connection-timeout=S  idle seconds before a connection is closed (default 30)\n"
+          "      --connection-timeout=S  idle seconds before a connection is closed (default 30;\n"
+          "                          any byte restarts it: the deadlines above bound\n"
+          "                          a slow client)\n"
           "      --drain-timeout=S   on SIGINT/SIGTERM, how long in-flight requests may take\n"
           "                          before the rest get 503 (default 10)\n"
           "\n"
@@ -112,6 +122,8 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       {"fault-injection", no_argument, NULL, 18},
       {"loop-spin-us", required_argument, NULL, 19},
       {"loop-threads", required_argument, NULL, 20},
+      {"header-deadline-ms", required_argument, NULL, 21},
+      {"body-deadline-ms", required_argument, NULL, 22},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {0},
@@ -131,6 +143,8 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       .cpu_devices = 1,
       .max_queue = 8192,
       .deadline_ms = 2000,
+      .header_deadline_ms = 10000,
+      .body_deadline_ms = 10000,
       .max_connections = 10000,
       .connection_timeout_s = 30,
       .drain_timeout_s = 10,
@@ -224,6 +238,14 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
     case 20:
       if (number(name, optarg, 1, 64, &v)) return 2;
       c->loop_threads = (int)v;
+      break;
+    case 21:
+      if (number(name, optarg, 1, 3600000, &v)) return 2;
+      c->header_deadline_ms = (unsigned)v;
+      break;
+    case 22:
+      if (number(name, optarg, 1, 3600000, &v)) return 2;
+      c->body_deadline_ms = (unsigned)v;
       break;
     case 'h': usage(c, stdout); return 0;
     case 'V': printf("%s %s\n", prog, VERSION); return 0;

@@ -23,8 +23,10 @@ struct config {
   int cpu_devices;     /* CPU backend: stand-in devices */
   unsigned cpu_delay_us;
   int max_queue;
-  unsigned deadline_ms;
-  size_t max_body; /* 0: computed from the model's input size */
+  unsigned deadline_ms;        /* from the request's end (body in) to its answer */
+  unsigned header_deadline_ms; /* a request's line and headers, from the connection's start */
+  unsigned body_deadline_ms;   /* a request's body, from its headers */
+  size_t max_body;             /* 0: computed from the model's input size */
   unsigned max_connections;
   unsigned connection_timeout_s;
   unsigned drain_timeout_s;

@@ -13,7 +13,9 @@
  *
  * Every request, answered at once or later, gets a struct request (the
  * connection's con_cls) so that the drain can count what is still open:
- * MHD's request-completed callback frees it. */
+ * MHD's request-completed callback frees it. Every connection gets a
+ * struct conn (its socket context, conn.c) that holds the client to its
+ * header and body deadlines. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -26,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "parse.h"
 #include "service.h"
 
@@ -40,6 +43,15 @@ enum {
   RQ_WAITING,  /* queued or in a batch: suspended */
   RQ_ANSWERED, /* answer made, not yet handed to MHD */
   RQ_SENT,     /* handed to MHD */
+  RQ_CUT,      /* its connection missed a deadline and was cut (conn.c) */
+};
+
+/* The labels of /metrics' other requests (infer_other_requests_total). */
+enum route {
+  ROUTE_INFER = METRICS_PATH_INFER,
+  ROUTE_HEALTH = METRICS_PATH_HEALTH,
+  ROUTE_METRICS = METRICS_PATH_METRICS,
+  ROUTE_NONE = METRICS_PATH_OTHER,
 };
 
 struct http {
@@ -50,6 +62,7 @@ struct http {
   int kicked;
   int port;
   atomic_uint nconn; /* open connections (MHD's notifications; /metrics on any thread) */
+  struct conns conns;
 };
 
 static struct MHD_Response *text_response(const char *text, int close) {
@@ -62,17 +75,27 @@ static struct MHD_Response *text_response(const char *text, int close) {
   return resp;
 }
 
+/* Inference requests and the rest are counted apart. */
+static void count_answer(struct request *r, unsigned status) {
+  struct server *s = r->srv;
+  if (r->infer)
+    metrics_request(s->metrics, status, now_ns() - r->arrival_ns);
+  else
+    metrics_other(s->metrics, (enum metrics_path)r->route, status);
+  atomic_fetch_add_explicit(&s->answers, 1, memory_order_relaxed);
+}
+
 /* Records the answer; resumes the connection if it waits for one. */
 static void answer(struct request *r, unsigned status, struct MHD_Response *resp) {
   struct server *s = r->srv;
   ev_timer_stop(s->evl, &r->deadline);
   batch_forget(s, r);
+  conn_body_end(r->cx); /* answered before its body was read: 413, 415, 503 */
   if (r->response) MHD_destroy_response(r->response);
   r->status = status;
   r->response = resp;
   r->state = RQ_ANSWERED;
-  metrics_request(s->metrics, status, now_ns() - r->arrival_ns);
-  atomic_fetch_add_explicit(&s->answers, 1, memory_order_relaxed);
+  count_answer(r, status);
   if (r->suspended) {
     r->suspended = 0;
     MHD_resume_connection(r->conn);
@@ -151,13 +174,13 @@ static enum MHD_Result reply(struct request *r, unsigned status, const char *fmt
   return send_answer(r);
 }
 
+/* Runs from the request's end (its body parsed, RQ_WAITING on): the
+ * client's part is over, what is late now is the service's. */
 static void on_deadline(struct ev_loop *evl, ev_timer *w, int revents) {
   struct request *r = w->data;
   struct server *s = r->srv;
   (void)evl, (void)revents;
-  if (r->state == RQ_BODY) {
-    r->expired = 1; /* answered (or disconnected) when MHD calls us next */
-  } else if (r->state == RQ_WAITING) {
+  if (r->state == RQ_WAITING) {
     char why[96];
     snprintf(why, sizeof why, "deadline of %u ms passed", s->cfg->deadline_ms);
     request_answer_error(r, 504, why);
@@ -268,11 +291,10 @@ static enum MHD_Result start_infer(struct request *r) {
 
 /* A piece of the body. Over the limit the body is dropped as it arrives
  * and answered 413 once complete (MHD takes no answer in the middle of a
- * body); a sender still going at the deadline is disconnected. */
+ * body); a sender still going at the body deadline is cut (conn.c). */
 static enum MHD_Result body_chunk(struct request *r, const char *data, size_t len) {
   struct server *s = r->srv;
   r->received += len;
-  if (r->expired) return MHD_NO;
   if (r->received > s->max_body || !r->infer) {
     free(r->body);
     r->body = NULL;
@@ -311,8 +333,6 @@ static enum MHD_Result finish_infer(struct request *r) {
   int n = s->model.dims[0];
   if (r->received > s->max_body)
     return reply(r, 413, "body is over the limit of %zu bytes", s->max_body);
-  if (r->expired)
-    return reply(r, 504, "deadline of %u ms passed while the body arrived", s->cfg->deadline_ms);
   int bad = r->parsed ? 0
             : r->raw  ? parse_raw_floats(r->body, r->len, r->in, n, err, sizeof err)
                      : parse_json_floats(r->body ? r->body : "", r->len, r->in, n, err, sizeof err);
@@ -323,6 +343,7 @@ static enum MHD_Result finish_infer(struct request *r) {
   if (s->batch.len >= (size_t)s->cfg->max_queue)
     return reply(r, 503, "queue full: try again later");
   r->state = RQ_WAITING;
+  ev_timer_start(s->evl, &r->deadline);
   /* Suspend before queueing: the push may send a batch at once, and
    * whatever answers it (a continuation in a later loop pass, or a failed
    * submission right now) must find a suspended connection to resume. */
@@ -331,8 +352,6 @@ static enum MHD_Result finish_infer(struct request *r) {
   batch_push(s, r);
   return MHD_YES;
 }
-
-enum route { ROUTE_INFER, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_NONE };
 
 /* Everything but the body of POST /v1/infer is answered once the request
  * is complete: an answer queued while MHD still expects a body makes it
@@ -365,10 +384,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     r->in = infer ? (float *)(r + 1) : NULL;
     r->srv = s;
     r->conn = conn;
+    r->cx = conn_of(conn);
     r->arrival_ns = now_ns();
     ev_timer_init(&r->deadline, on_deadline, s->cfg->deadline_ms * 1e-3, 0.);
     r->deadline.data = r;
-    ev_timer_start(s->evl, &r->deadline);
     *con_cls = r;
     atomic_fetch_add(&s->metrics->active_requests, 1);
     s->active++;
@@ -377,9 +396,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                : strcmp(url, "/metrics") == 0 ? ROUTE_METRICS
                                               : ROUTE_NONE;
     r->infer = infer;
+    if (r->cx && r->cx->cut) {
+      /* Cut at the header deadline, with the rest of the headers already
+       * on their way: the 408 is written, this request goes unserved. */
+      r->state = RQ_CUT;
+      return MHD_YES;
+    }
+    conn_body_begin(r->cx, r);
     return r->infer ? start_infer(r) : MHD_YES;
   }
   if (r->state == RQ_ANSWERED) return send_answer(r);
+  if (r->state == RQ_CUT) {
+    /* The rest of a cut request is dropped. When all of it came in before
+     * MHD read the end of the stream, MHD waits for an answer and reads no
+     * more: a timeout of its own, one second, closes the connection then. */
+    if (*upload_size == 0) MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 1u);
+    *upload_size = 0;
+    return MHD_YES;
+  }
   if (r->state != RQ_BODY) {
     *upload_size = 0; /* answered early (413, ...): the rest of the body is dropped */
     return MHD_YES;
@@ -389,6 +423,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     *upload_size = 0;
     return body_chunk(r, upload, len);
   }
+  conn_body_end(r->cx);
   if (!r->infer && r->received > s->max_body)
     return reply(r, 413, "body is over the limit of %zu bytes", s->max_body);
   return r->infer ? finish_infer(r) : finish_other(r, url, method);
@@ -398,7 +433,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   struct server *s = cls;
   struct request *r = *con_cls;
-  (void)conn, (void)toe;
+  if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) conn_request_end(conn_of(conn));
   if (r == NULL) return;
   ev_timer_stop(s->evl, &r->deadline);
   batch_forget(s, r);
@@ -428,11 +463,46 @@ static void run_mhd(struct server *s) {
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
                           enum MHD_ConnectionNotificationCode code) {
   struct server *s = cls;
-  (void)conn, (void)socket_ctx;
-  if (code == MHD_CONNECTION_NOTIFY_STARTED)
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    *socket_ctx = conn_open(&s->http->conns, conn);
     atomic_fetch_add_explicit(&s->http->nconn, 1, memory_order_relaxed);
-  else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    conn_close(*socket_ctx);
+    *socket_ctx = NULL;
     atomic_fetch_sub_explicit(&s->http->nconn, 1, memory_order_relaxed);
+  }
+}
+
+/* MHD read a request line: its value becomes the request's con_cls, which
+ * stays NULL for the access handler to fill. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn) {
+  (void)cls, (void)uri;
+  conn_request_line(conn_of(conn));
+  return NULL;
+}
+
+/* A connection cut at a deadline (conn.c wrote the 408): counted, and the
+ * request whose body was late is over. MHD reports the connection's end. */
+static void on_cut(struct conn *cx, enum metrics_phase phase, void *user) {
+  struct server *s = user;
+  struct request *r = cx->req;
+  metrics_timeout(s->metrics, phase);
+  if (r == NULL) return;
+  count_answer(r, 408);
+  r->state = RQ_CUT;
+  free(r->body);
+  r->body = NULL;
+}
+
+/* MHD's messages go to stderr as before, less one that would be false:
+ * a connection the service cut reaches its end of stream mid-request,
+ * which MHD reports as the client's closing. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+  struct server *s = cls;
+  if (s->http && s->http->conns.cut_open > 0 &&
+      strcmp(fmt, "Connection was closed by remote side with incomplete request.\n") == 0)
+    return;
+  vfprintf(stderr, fmt, ap);
 }
 
 static void on_io(struct ev_loop *evl, ev_io *w, int revents) {
@@ -479,6 +549,7 @@ int http_start(struct server *s, int port, char *err, size_t errlen) {
     return -1;
   }
   s->http = h;
+  conns_init(&h->conns, s->evl, s->cfg, on_cut, s);
   /* A re-exec'd service gets its predecessor's listening socket, with the
    * connections waiting in its backlog; it is close-on-exec again at once. */
   int inherited = s->inherit_fd;
@@ -501,12 +572,14 @@ int http_start(struct server *s, int port, char *err, size_t errlen) {
   };
   /* External polling through MHD's epoll fd; suspend/resume (which brings
    * the ITC that resumes and quiesce use); turbo: fewer syscalls per
-   * request, fine on loopback and behind a proxy. */
+   * request, fine on loopback and behind a proxy. The logger is the first
+   * option: MHD reports on the options before it with its own logger. */
   h->d = MHD_start_daemon(
       MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_TURBO,
-      (uint16_t)s->cfg->port, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, where,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-      MHD_OPTION_CONNECTION_LIMIT, s->cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+      (uint16_t)s->cfg->port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+      MHD_OPTION_ARRAY, where, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_URI_LOG_CALLBACK, on_request_line,
+      s, MHD_OPTION_CONNECTION_LIMIT, s->cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
       s->cfg->connection_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_END);
   if (h->d == NULL) {
@@ -556,6 +629,7 @@ void http_stop(struct server *s) {
   ev_prepare_stop(s->evl, &h->prepare);
   ev_timer_stop(s->evl, &h->timer);
   MHD_stop_daemon(h->d);
+  conns_fini(&h->conns); /* every connection's close was reported */
   s->http = NULL;
   free(h);
 }

@@ -505,8 +505,7 @@ int main(int argc, char **argv) {
     restart |= srv[i].restarting;
     if (srv[i].exit_code > exit_code) exit_code = srv[i].exit_code;
   }
-  unsigned long long answered = 0;
-  for (int i = 0; i < METRICS_NCODES; i++) answered += atomic_load(&metrics.requests[i]);
+  unsigned long long answered = metrics_answers(&metrics);
   for (int i = 0; i < nt; i++) server_close(&srv[i]);
   if (restart) {
     printf("%s: %llu answers; restarting\n", cfg.prog, answered);

@@ -91,20 +91,44 @@ void metrics_init(struct metrics *m, int max_batch) {
   int ns = 0;
   for (int s = 1; s < max_batch && ns < HIST_MAX_BUCKETS - 1; s *= 2) sizes[ns++] = s;
   sizes[ns++] = max_batch;
-  hist_init(&m->latency, "infer_request_duration_seconds",
-            "Time from a request's arrival to its answer being ready.", 1e-9, lat,
-            (int)(sizeof lat / sizeof lat[0]));
+  hist_init(
+      &m->latency, "infer_request_duration_seconds",
+      "Time from an inference request's arrival (its headers read) to its answer being ready.",
+      1e-9, lat, (int)(sizeof lat / sizeof lat[0]));
   hist_init(&m->gpu, "infer_gpu_batch_seconds",
             "Device time of one batch (copies in, the MLP, copy out).", 1e-9, gpu,
             (int)(sizeof gpu / sizeof gpu[0]));
   hist_init(&m->batch, "infer_batch_size", "Requests per batch sent to a device.", 1, sizes, ns);
 }
 
-void metrics_request(struct metrics *m, unsigned code, uint64_t latency_ns) {
+static int code_index(unsigned code) {
   int i = 0;
   while (i < METRICS_NCODES - 1 && codes[i] != code) i++;
-  atomic_fetch_add_explicit(&m->requests[i], 1, memory_order_relaxed);
+  return i;
+}
+
+void metrics_request(struct metrics *m, unsigned code, uint64_t latency_ns) {
+  atomic_fetch_add_explicit(&m->requests[code_index(code)], 1, memory_order_relaxed);
   hist_observe(&m->latency, latency_ns);
+}
+
+void metrics_other(struct metrics *m, enum metrics_path path, unsigned code) {
+  if ((unsigned)path >= METRICS_NPATHS) path = METRICS_PATH_OTHER;
+  atomic_fetch_add_explicit(&m->other[path][code_index(code)], 1, memory_order_relaxed);
+}
+
+void metrics_timeout(struct metrics *m, enum metrics_phase phase) {
+  atomic_fetch_add_explicit(&m->timeouts[phase], 1, memory_order_relaxed);
+}
+
+unsigned long long metrics_answers(struct metrics *m) {
+  unsigned long long n = 0;
+  for (int i = 0; i < METRICS_NCODES; i++) {
+    n += atomic_load_explicit(&m->requests[i], memory_order_relaxed);
+    for (int p = 0; p < METRICS_NPATHS; p++)
+      n += atomic_load_explicit(&m->other[p][i], memory_order_relaxed);
+  }
+  return n;
 }
 
 void metrics_batch(struct metrics *m, int rows, uint64_t gpu_ns) {
@@ -136,17 +160,46 @@ static long open_fds(void) {
   return n - 3; /* ".", ".." and the directory's own fd */
 }
 
+/* The label value of code index i. */
+static const char *code_label(int i, char buf[12]) {
+  if (i == METRICS_NCODES - 1) return "other";
+  snprintf(buf, 12, "%u", codes[i]);
+  return buf;
+}
+
 void metrics_render(struct metrics *m, struct strbuf *b) {
+  static const char *paths[METRICS_NPATHS] = {"/v1/infer", "/health", "/metrics", "other"};
+  static const char *phases[METRICS_NPHASES] = {"headers", "body"};
+  char code[12];
   sb_printf(b,
-            "# HELP infer_requests_total Answers made, by HTTP status code.\n"
+            "# HELP infer_requests_total Answers to inference requests (POST /v1/infer), by HTTP "
+            "status code.\n"
             "# TYPE infer_requests_total counter\n");
-  for (int i = 0; i < METRICS_NCODES; i++) {
-    unsigned long long v = atomic_load_explicit(&m->requests[i], memory_order_relaxed);
-    if (i < METRICS_NCODES - 1)
-      sb_printf(b, "infer_requests_total{code=\"%u\"} %llu\n", codes[i], v);
-    else
-      sb_printf(b, "infer_requests_total{code=\"other\"} %llu\n", v);
+  for (int i = 0; i < METRICS_NCODES; i++)
+    sb_printf(b, "infer_requests_total{code=\"%s\"} %llu\n", code_label(i, code),
+              (unsigned long long)atomic_load_explicit(&m->requests[i], memory_order_relaxed));
+  /* Four paths by eleven codes, nearly all of them zero forever: only the
+   * pairs that happened are printed. */
+  sb_printf(b,
+            "# HELP infer_other_requests_total Answers to every request that is not an "
+            "inference (health checks, scrapes, unknown paths, wrong methods), by path and "
+            "HTTP status code.\n"
+            "# TYPE infer_other_requests_total counter\n");
+  for (int p = 0; p < METRICS_NPATHS; p++) {
+    for (int i = 0; i < METRICS_NCODES; i++) {
+      unsigned long long v = atomic_load_explicit(&m->other[p][i], memory_order_relaxed);
+      if (v)
+        sb_printf(b, "infer_other_requests_total{path=\"%s\",code=\"%s\"} %llu\n", paths[p],
+                  code_label(i, code), v);
+    }
   }
+  sb_printf(b,
+            "# HELP infer_http_timeouts_total Connections cut because the client did not "
+            "complete its request's headers or body within their deadline.\n"
+            "# TYPE infer_http_timeouts_total counter\n");
+  for (int p = 0; p < METRICS_NPHASES; p++)
+    sb_printf(b, "infer_http_timeouts_total{phase=\"%s\"} %llu\n", phases[p],
+              (unsigned long long)atomic_load_explicit(&m->timeouts[p], memory_order_relaxed));
   hist_render(&m->latency, b);
   hist_render(&m->batch, b);
   hist_render(&m->gpu, b);

@@ -4,8 +4,15 @@
  * the service updates them on its loop thread only.
  *
  * Names (the bench scrapes some of them, bench/serve.sh):
- *   infer_requests_total{code}            answers we made, by status code
- *   infer_request_duration_seconds        arrival (headers read) to answer ready
+ *   infer_requests_total{code}            answers to inference requests (POST
+ *                                         /v1/infer), by status code
+ *   infer_other_requests_total{path,code} answers to everything else (health
+ *                                         checks, scrapes, 404s, 405s); only
+ *                                         the pairs seen so far are printed
+ *   infer_http_timeouts_total{phase}      connections cut at the header or
+ *                                         the body deadline (slow clients)
+ *   infer_request_duration_seconds        arrival (headers read) to answer ready,
+ *                                         inference requests only
  *   infer_batch_size                      rows per batch sent to a device
  *   infer_gpu_batch_seconds               device time of a batch (events around it)
  *   infer_batch_rows_total, infer_gpu_seconds_total
@@ -34,11 +41,25 @@ struct hist {
 
 /* Status codes counted one by one; others count as "other". */
 #define METRICS_CODES \
-  { 200, 400, 404, 405, 413, 415, 500, 503, 504 }
-#define METRICS_NCODES 10
+  { 200, 400, 404, 405, 408, 413, 415, 500, 503, 504 }
+#define METRICS_NCODES 11
+
+/* What a request that is not an inference asked for (the label `path`). */
+enum metrics_path {
+  METRICS_PATH_INFER,   /* /v1/infer with a method other than POST */
+  METRICS_PATH_HEALTH,  /* /health */
+  METRICS_PATH_METRICS, /* /metrics */
+  METRICS_PATH_OTHER,   /* any other path (the label says "other": paths are unbounded) */
+  METRICS_NPATHS
+};
+
+/* Where a too slow client was when its deadline passed (the label `phase`). */
+enum metrics_phase { METRICS_PHASE_HEADERS, METRICS_PHASE_BODY, METRICS_NPHASES };
 
 struct metrics {
   atomic_uint_fast64_t requests[METRICS_NCODES];
+  atomic_uint_fast64_t other[METRICS_NPATHS][METRICS_NCODES];
+  atomic_uint_fast64_t timeouts[METRICS_NPHASES];
   struct hist latency; /* nanoseconds */
   struct hist gpu;     /* nanoseconds */
   struct hist batch;   /* rows */
@@ -56,8 +77,15 @@ void sb_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(pri
 void sb_free(struct strbuf *b);
 
 void metrics_init(struct metrics *m, int max_batch);
-/* An answer with `code`, `latency_ns` after the request arrived. */
+/* An answer to an inference request with `code`, `latency_ns` after the
+ * request arrived. */
 void metrics_request(struct metrics *m, unsigned code, uint64_t latency_ns);
+/* An answer with `code` to a request that was not an inference. */
+void metrics_other(struct metrics *m, enum metrics_path path, unsigned code);
+/* A connection cut because its client was too slow in `phase`. */
+void metrics_timeout(struct metrics *m, enum metrics_phase phase);
+/* Every answer counted so far, inference or not. */
+unsigned long long metrics_answers(struct metrics *m);
 /* A batch of `rows` done on a device in gpu_ns of device time. */
 void metrics_batch(struct metrics *m, int rows, uint64_t gpu_ns);
 /* Appends every metric above, then the process_* lines. */

@@ -7,7 +7,8 @@
  * per thread, sharing only the model, the metrics and the port.
  *
  * A request's way through (files in brackets):
- *   MHD reads headers and body -> access handler validates it [http.c]
+ *   MHD reads headers and body, each within its deadline [conn.c]
+ *   -> access handler validates it [http.c]
  *   -> the request waits in the batch queue; its connection is suspended
  *   -> window or size reached: rows copied into a free slot's pinned input,
  *      the slot's batch submitted on the least-loaded device, one future
@@ -41,6 +42,7 @@
 struct server;
 struct device;
 struct request;
+struct conn;
 
 /* One batch's place on a device: staging buffers and the rows' requests. */
 struct slot {
@@ -118,21 +120,21 @@ extern const struct backend_ops backend_gpu;
 struct request {
   struct server *srv;
   struct MHD_Connection *conn;
-  int state; /* enum in http.c */
-  int route; /* enum in http.c */
-  int infer; /* POST /v1/infer */
-  int raw;   /* octet-stream in and out */
-  int fault; /* X-Inject-Fault: 1 (with --fault-injection) */
+  struct conn *cx; /* the connection's deadlines (conn.h); NULL if it has none */
+  int state;       /* enum in http.c */
+  int route;       /* enum in http.c */
+  int infer;       /* POST /v1/infer */
+  int raw;         /* octet-stream in and out */
+  int fault;       /* X-Inject-Fault: 1 (with --fault-injection) */
   int suspended;
-  int expired; /* the deadline passed while the body arrived */
-  int parsed;  /* `in` holds the body's values (parsed as it arrived) */
+  int parsed; /* `in` holds the body's values (parsed as it arrived) */
   char *body;
   size_t len, cap;
-  size_t received;     /* body bytes seen, kept or not */
-  float *in;           /* model inputs (POST /v1/infer: after the struct) */
-  uint64_t arrival_ns; /* headers read: the deadline counts from here */
-  uint64_t queued_ns;  /* body parsed, in the batch queue: the window counts from here */
-  ev_timer deadline;
+  size_t received;               /* body bytes seen, kept or not */
+  float *in;                     /* model inputs (POST /v1/infer: after the struct) */
+  uint64_t arrival_ns;           /* headers read: the latency counts from here */
+  uint64_t queued_ns;            /* body parsed, in the batch queue: the window counts from here */
+  ev_timer deadline;             /* --deadline-ms, started when the body is parsed */
   struct request *qprev, *qnext; /* batch queue */
   struct slot *slot;             /* in flight: its row */
   int row;

@@ -22,7 +22,13 @@
 #include "parse.h"
 #include "twin.h"
 
-enum route { ROUTE_INFER, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_NONE };
+/* The labels of /metrics' other requests, as the service's. */
+enum route {
+  ROUTE_INFER = METRICS_PATH_INFER,
+  ROUTE_HEALTH = METRICS_PATH_HEALTH,
+  ROUTE_METRICS = METRICS_PATH_METRICS,
+  ROUTE_NONE = METRICS_PATH_OTHER,
+};
 
 /* A request, on its connection's thread. */
 struct creq {
@@ -39,7 +45,10 @@ static atomic_long active; /* requests begun and not completed */
 static enum MHD_Result respond(struct MHD_Connection *c, struct creq *r, unsigned status,
                                struct MHD_Response *resp) {
   r->answered = 1;
-  metrics_request(&twin.metrics, status, now_ns() - r->arrival_ns);
+  if (r->infer)
+    metrics_request(&twin.metrics, status, now_ns() - r->arrival_ns);
+  else
+    metrics_other(&twin.metrics, (enum metrics_path)r->route, status);
   if (resp == NULL) return MHD_NO;
   if (twin.draining) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
   enum MHD_Result ok = MHD_queue_response(c, status, resp);
@@ -124,7 +133,8 @@ static enum MHD_Result finish_infer(struct MHD_Connection *c, struct creq *r) {
     job_put(j);
     return reply(c, r, 400, "%s", err);
   }
-  uint64_t deadline = r->arrival_ns + (uint64_t)twin.cfg.deadline_ms * 1000000u;
+  /* As the service's: from the request's end, the service's own time. */
+  uint64_t deadline = now_ns() + (uint64_t)twin.cfg.deadline_ms * 1000000u;
   unsigned status = 0;
   const char *why = NULL;
   pthread_mutex_lock(&twin.mu);

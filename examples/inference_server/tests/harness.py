@@ -35,6 +35,23 @@ def check(cond, what):
         raise Failure(what)
 
 
+class Connection(http.client.HTTPConnection):
+    """http.client's connection, but a request leaves in one send, headers
+    and body together, as curl and browsers send a small request. Python's
+    own sends them apart, and a client thread that then waits for the GIL
+    (hundreds of client threads on two cores) sends its body late: to the
+    server it is a slow client, which --body-deadline-ms exists to cut."""
+
+    def _send_output(self, message_body=None, encode_chunked=False):
+        if isinstance(message_body, (bytes, bytearray)) and not encode_chunked:
+            self._buffer.extend((b"", b""))
+            msg = b"\r\n".join(self._buffer) + message_body
+            del self._buffer[:]
+            self.send(msg)
+        else:
+            super()._send_output(message_body, encode_chunked)
+
+
 class Server:
     """A server process on an ephemeral port; its output is kept."""
 
@@ -97,7 +114,7 @@ class Server:
         return "".join("  | " + l for l in self.out + self.err)
 
     def conn(self, timeout=30):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout * SLOW)
+        return Connection("127.0.0.1", self.port, timeout=timeout * SLOW)
 
     def request(self, method, path, body=None, headers=None, conn=None):
         """(status, headers dict lower-cased, body bytes, seconds)."""

@@ -21,6 +21,7 @@ import json
 import os
 import random
 import re
+import select
 import signal
 import socket
 import struct
@@ -40,8 +41,8 @@ from harness import (CPU_LAYERS, SLOW, TOL, Failure, Server, check, check_answer
 def t_usage(args):
     """--help, --version and usage errors, like a daemon."""
     p = subprocess.run([args.server, "--help"], capture_output=True, text=True, timeout=30)
-    check(p.returncode == 0 and "Usage:" in p.stdout and "--batch-window-us" in p.stdout,
-          "--help")
+    check(p.returncode == 0 and "Usage:" in p.stdout and "--batch-window-us" in p.stdout and
+          "--header-deadline-ms" in p.stdout and "--body-deadline-ms" in p.stdout, "--help")
     p = subprocess.run([args.server, "--version"], capture_output=True, text=True, timeout=30)
     check(p.returncode == 0 and p.stdout.strip(), "--version")
     for bad in (["--bogus"], ["--max-batch", "0"], ["--port", "70000"], ["extra"],
@@ -96,7 +97,10 @@ def t_endpoints(args):
         check(st == 200 and hd.get("connection", "").lower() != "close", "keep-alive after 200s")
         c.close()
         m = s.metrics()
-        check(m['infer_requests_total{code="200"}'] >= 22, "requests counted")
+        # Inference requests apart from the rest: 20 answers, and 3 health checks.
+        check(m['infer_requests_total{code="200"}'] == 20, "inference requests counted")
+        check(m['infer_other_requests_total{path="/health",code="200"}'] == 3,
+              "health checks counted apart")
         for name in ("infer_queue_depth", "infer_inflight_batches", "process_open_fds",
                      "infer_batch_size_count", "infer_gpu_batch_seconds_count",
                      "infer_request_duration_seconds_count", "process_threads"):
@@ -168,8 +172,16 @@ def t_bad_requests(args):
         got = raw_http(s.port, b"GARBAGE\r\n\r\n")
         check(got == b"" or got.startswith(b"HTTP/1.1 400"), f"garbage: {got[:60]!r}")
         m = s.metrics()
-        for code in (400, 404, 405, 413, 415):
+        for code in (400, 413, 415):
             check(m[f'infer_requests_total{{code="{code}"}}'] > 0, f"{code} counted")
+        for code in (404, 405):
+            check(m[f'infer_requests_total{{code="{code}"}}'] == 0,
+                  f"{code}: not an inference request")
+        check(m.get('infer_other_requests_total{path="other",code="404"}', 0) >= 1,
+              "404 counted apart")
+        for path in ("/v1/infer", "/health", "/metrics"):
+            check(m.get(f'infer_other_requests_total{{path="{path}",code="405"}}', 0) >= 1,
+                  f"405 on {path} counted apart")
         s.stop()
 
 
@@ -268,9 +280,7 @@ def t_load(args, clients=200, per_client=20, extra=(), layers_check=True):
         total = clients * per_client
         check(len(seen) == total, f"{len(seen)} answers, want {total}")
         m = s.metrics()
-        # + 1: the /metrics read that took `before` counts itself afterwards.
-        check(m['infer_requests_total{code="200"}'] - before == total + 1,
-              "200s counted once each")
+        check(m['infer_requests_total{code="200"}'] - before == total, "200s counted once each")
         rows = m["infer_batch_rows_total"]
         check(rows >= total, "rows counted")
         devices = {k[0] for k in seen}
@@ -480,28 +490,217 @@ def t_cloexec(args):
         s.stop()
 
 
+def slow_client(port, first, drip, every=0.3, limit=15.0):
+    """Sends `first`, then drip(j) every `every` seconds (j = 0, 1, ...) until
+    the server answers or closes; returns (seconds from the start to the
+    end of the stream, everything read)."""
+    k = socket.create_connection(("127.0.0.1", port), timeout=limit * SLOW)
+    t0 = time.monotonic()
+    k.sendall(first)
+    got, j, sending = b"", 0, True
+    while time.monotonic() - t0 < limit * SLOW:
+        ready, _, _ = select.select([k], [], [], every)
+        if ready:
+            try:
+                b = k.recv(4096)
+            except ConnectionResetError:
+                break
+            if not b:
+                break
+            got += b
+            continue
+        if sending:
+            try:
+                k.sendall(drip(j))
+                j += 1
+            except OSError:  # the server closed: what it sent is still to read
+                sending = False
+    k.close()
+    return time.monotonic() - t0, got
+
+
+def check_408(got, phase, ms, what):
+    head, _, body = got.partition(b"\r\n\r\n")
+    check(head.startswith(b"HTTP/1.1 408 "), f"{what}: {got[:80]!r}, want a 408")
+    check(re.search(rb"\r\nconnection: close\r\n", head + b"\r\n", re.I) is not None,
+          f"{what}: no Connection: close")
+    m = re.search(rb"content-length: *(\d+)", head, re.I)
+    want = b"request %s not complete within %d ms\n" % (phase.encode(), ms)
+    check(m is not None and int(m.group(1)) == len(body) and body == want,
+          f"{what}: body {body!r}, want {want!r}")
+
+
+def t_slow_clients(args):
+    """Clients too slow to send a request: headers a line at a time (a
+    slowloris), a body a byte at a time, a kept-alive connection's next
+    request line a byte at a time. Each gets a 408 with its reason and its
+    connection is closed at its deadline, though it never goes idle for the
+    idle timeout; good clients are served all along; /metrics counts the
+    cuts; nothing about them reads as the server's error on stderr; the fds
+    come back to their idle level. Then the connection slots a slowloris
+    holds come free at the header deadline."""
+    ms = 1000
+    idle_s = 2
+    with Server(args, ["--header-deadline-ms", str(ms), "--body-deadline-ms", str(ms),
+                       "--connection-timeout", str(idle_s), "--batch-window-us", "200"]) as s:
+        pid, n = s.proc.pid, s.model.inputs
+        time.sleep(0.2)
+        fds_idle = len(os.listdir(f"/proc/{pid}/fd"))
+        body = json.dumps([0.25] * n).encode()
+        post = (b"POST /v1/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(body))
+        results, lock, errors = [], threading.Lock(), []
+
+        def headers(i):
+            r = slow_client(s.port, b"POST /v1/infer HTTP/1.1\r\n",
+                            lambda j: b"X-Slow-%d: %d\r\n" % (j, i))
+            with lock:
+                results.append(("headers", r))
+
+        def body_(i):
+            r = slow_client(s.port, post + body[:5], lambda j: body[5 + j:6 + j])
+            with lock:
+                results.append(("body", r))
+
+        def idle(i):
+            # One request answered, then the next request line a byte at a
+            # time: due --connection-timeout + --header-deadline-ms after
+            # the answer (MHD's idle timeout never fires: bytes keep coming).
+            line = b"GET /health HTTP/1.1\r\n"
+            k = socket.create_connection(("127.0.0.1", s.port), timeout=15 * SLOW)
+            k.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            first = k.recv(4096)
+            t0 = time.monotonic()
+            got, j = b"", 0
+            while time.monotonic() - t0 < 15 * SLOW:
+                ready, _, _ = select.select([k], [], [], 0.3)
+                if ready:
+                    b = k.recv(4096)
+                    if not b:
+                        break
+                    got += b
+                elif j < len(line):
+                    k.sendall(line[j:j + 1])
+                    j += 1
+            k.close()
+            with lock:
+                results.append(("idle", (time.monotonic() - t0, got)))
+                if not first.startswith(b"HTTP/1.1 200"):
+                    errors.append(f"idle client's first request: {first[:60]!r}")
+
+        stop = threading.Event()
+        served = [0]
+
+        def good(seed):
+            rng = random.Random(seed)
+            c = s.conn()
+            while not stop.is_set():
+                x = rand_input(s.model, rng)
+                try:
+                    st, _, y, data, dt = s.infer(x, conn=c)
+                    if st != 200:
+                        errors.append(f"good client: {st} {data[:80]!r}")
+                    else:
+                        check_answer(s.model, x, y, "good client")
+                        if dt > 2 * SLOW:
+                            errors.append(f"good client waited {dt:.2f} s")
+                    with lock:
+                        served[0] += 1
+                except (Failure, http.client.HTTPException, OSError) as e:
+                    errors.append(f"good client: {e!r}")
+                    c.close()
+                    c = s.conn()
+                time.sleep(0.01)
+            c.close()
+
+        goods = [threading.Thread(target=good, args=(i,)) for i in range(4)]
+        slow = ([threading.Thread(target=headers, args=(i,)) for i in range(20)] +
+                [threading.Thread(target=body_, args=(i,)) for i in range(20)] +
+                [threading.Thread(target=idle, args=(i,)) for i in range(5)])
+        for t in goods + slow:
+            t.start()
+        for t in slow:
+            t.join(30 * SLOW)
+        stop.set()
+        for t in goods:
+            t.join(30 * SLOW)
+        check(not errors, f"{len(errors)} errors, e.g. {errors[:3]}")
+        check(len(results) == 45, f"{len(results)} slow clients finished, want 45")
+        for kind, (secs, got) in results:
+            phase = "body" if kind == "body" else "headers"
+            check_408(got, phase, ms, f"slow {kind}")
+            # The idle client starts its clock when it has read the answer,
+            # the server when it sent it: a loaded client reads late.
+            due = ms / 1000 + (idle_s if kind == "idle" else 0)
+            early = 0.5 if kind == "idle" else 0.2
+            check(due - early <= secs <= due + 1.5 * SLOW,
+                  f"slow {kind}: cut after {secs:.2f} s, due after {due:.1f} s")
+        check(served[0] >= 20, f"good clients served {served[0]} requests meanwhile")
+        m = s.metrics()
+        check(m['infer_http_timeouts_total{phase="headers"}'] == 25, "header timeouts counted")
+        check(m['infer_http_timeouts_total{phase="body"}'] == 20, "body timeouts counted")
+        check(m['infer_requests_total{code="408"}'] == 20, "the 408s of inference requests")
+        t1 = time.monotonic()
+        while len(os.listdir(f"/proc/{pid}/fd")) != fds_idle and time.monotonic() - t1 < 5 * SLOW:
+            time.sleep(0.1)
+        check(len(os.listdir(f"/proc/{pid}/fd")) == fds_idle,
+              f"fds {len(os.listdir(f'/proc/{pid}/fd'))} after, {fds_idle} before")
+        print(f"# 45 slow clients cut at their deadlines (408 each) while 4 good clients "
+              f"got {served[0]} answers")
+        s.stop()
+        # Not a line: "Application reported internal error", "closed by
+        # remote side", or anything else.
+        check(not s.err, "stderr:\n" + s.log())
+
+    # The slots: a slowloris holding every connection the service takes
+    # delays a good client by the header deadline at most.
+    with Server(args, ["--header-deadline-ms", str(ms), "--max-connections", "8"]) as s:
+        hold = [threading.Thread(target=slow_client, args=(
+            s.port, b"GET /health HTTP/1.1\r\n", lambda j: b"X-Slow: %d\r\n" % j))
+            for _ in range(8)]
+        for t in hold:
+            t.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        st, _, data, _ = s.request("GET", "/health")
+        waited = time.monotonic() - t0
+        check(st == 200, f"the good client: {st} {data!r}")
+        check(waited <= ms / 1000 + 1.0 * SLOW,
+              f"the good client waited {waited:.2f} s for a slot, the deadline is {ms} ms")
+        for t in hold:
+            t.join(30 * SLOW)
+        print(f"# with every slot held by a slowloris, a good client waited {waited:.2f} s")
+        s.stop()
+
+
 def t_soak_faults(args):
     """A bounded soak (INFER_FAULT_SOAK_S, default 30 s) at a few hundred
     connections: good clients (keep-alive, every answer checked), malformed
     requests, clients that disconnect mid-request or before the answer,
-    bodies still arriving at the deadline, device faults (one that a reset
+    bodies still arriving at the body deadline, device faults (one that a reset
     clears, then one that takes a restart). No live client loses a
     response or gets one twice (each answer is its own input's), RSS stays
     flat, no fd leaks, and the service answers correctly afterwards."""
     secs = float(os.environ.get("INFER_FAULT_SOAK_S", "30"))
     deadline_ms = 1000
-    # The idle timeout bounds what a connection cut mid-request costs:
+    idle_s = 30
     # libmicrohttpd (0.9.75) sometimes misses the end of a connection that
-    # closed halfway through its request, and holds it until then.
+    # closed halfway through its request (data and FIN read at once): the
+    # header and body deadlines bound what that costs, not the idle
+    # timeout, which stays long so that no good client, however starved of
+    # the CPU, meets it. The header deadline still leaves a starved client
+    # seconds between its connect and its request.
     with Server(args, ["--fault-injection", "--cpu-devices", "2", "--deadline-ms",
-                       str(deadline_ms), "--batch-window-us", "500",
-                       "--connection-timeout", "3"]) as s:
+                       str(deadline_ms), "--body-deadline-ms", str(deadline_ms),
+                       "--header-deadline-ms", "5000", "--batch-window-us", "500",
+                       "--connection-timeout", str(idle_s)]) as s:
         pid, n = s.proc.pid, s.model.inputs
         time.sleep(0.2)
         fds_idle = len(os.listdir(f"/proc/{pid}/fd"))
         stop = threading.Event()
         lock = threading.Lock()
-        stats = {"good": 0, "200": 0, "503": 0, "504": 0, "bad": 0, "cut": 0, "slow": 0}
+        stats = {"good": 0, "200": 0, "503": 0, "504": 0, "bad": 0, "cut": 0, "slow": 0,
+                 "slow 408": 0}
         errors = []
         restart_window = [None, None]  # monotonic times: sticky fault sent, restarted
 
@@ -509,9 +708,13 @@ def t_soak_faults(args):
             with lock:
                 stats[key] += k
 
-        def in_restart(t):
+        def across_restart(since, now):
+            """Whether an exchange that began at `since` and failed at `now`
+            overlapped the restart: the sticky fault sent, the new process
+            up. A connection open across the exec is closed by it, however
+            long its client then waits before it uses it again."""
             a, b = restart_window
-            return a is not None and t >= a and (b is None or t <= b + 1.0)
+            return a is not None and now >= a and (b is None or since <= b)
 
         def good(seed):
             rng = random.Random(seed)
@@ -519,16 +722,14 @@ def t_soak_faults(args):
             last = time.monotonic()  # this connection's last answer (or its opening)
             while not stop.is_set():
                 x = rand_input(s.model, rng)
-                t = time.monotonic()
                 try:
                     st, _, y, body, _ = s.infer(x, raw=rng.random() < 0.3, conn=c)
                 except (http.client.HTTPException, OSError) as e:
-                    # Only an idle keep-alive connection may go without an
-                    # answer: closed by the restart's exec, or idle past the
-                    # 3 s connection timeout (a client thread starved of the
-                    # CPU on a loaded machine; the server's clock started
-                    # before ours, at its last send).
-                    if not in_restart(t) and t - last < 2.5:
+                    # Only a keep-alive connection open across the restart's
+                    # exec may go without an answer (or one idle for the
+                    # idle timeout, which no client here comes near).
+                    now = time.monotonic()
+                    if not across_restart(last, now) and now - last < idle_s - 1:
                         errors.append(f"good client: {e!r} outside the restart")
                     c.close()
                     c = s.conn()
@@ -569,14 +770,15 @@ def t_soak_faults(args):
                 else:
                     req = b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
                     want = (b"HTTP/1.1 404",)
+                since = time.monotonic()
                 try:
                     got = raw_http(s.port, req)
                 except OSError as e:
-                    if not in_restart(time.monotonic()):
+                    if not across_restart(since, time.monotonic()):
                         errors.append(f"malformed: {e!r}")
                     continue
                 if not any(got.startswith(w) if w else got == w for w in want) and \
-                        b"restarting" not in got and not in_restart(time.monotonic()):
+                        b"restarting" not in got and not across_restart(since, time.monotonic()):
                     errors.append(f"malformed {req[:30]!r}: {got[:80]!r}")
                 note("bad")
 
@@ -616,12 +818,12 @@ def t_soak_faults(args):
                     k.settimeout(10 * SLOW)
                     got = k.recv(200)
                     k.close()
-                    # A body still arriving at the deadline ends the connection
-                    # (504 if it was complete by then; 200 where the loaded
-                    # server read the headers late, which is when the
-                    # deadline starts).
-                    if got and not got.startswith((b"HTTP/1.1 504", b"HTTP/1.1 200")) and \
-                            b"restarting" not in got:
+                    # A body still arriving at the body deadline gets 408 and
+                    # the connection's end (200 where the loaded server read
+                    # the headers late, which is when the deadline starts).
+                    if got.startswith(b"HTTP/1.1 408"):
+                        note("slow 408")
+                    elif got and not got.startswith(b"HTTP/1.1 200") and b"restarting" not in got:
                         errors.append(f"slow sender: {got[:80]!r}")
                 except OSError:
                     pass
@@ -861,7 +1063,7 @@ def t_gpu_soak(args):
 
 CPU_TESTS = [t_usage, t_weights, t_endpoints, t_bad_requests, t_batching, t_load,
              t_multi_device, t_deadline, t_queue_full, t_fault, t_restart, t_drain,
-             t_drain_timeout, t_limits, t_cloexec, t_loop_threads, t_soak_faults]
+             t_drain_timeout, t_limits, t_slow_clients, t_cloexec, t_loop_threads, t_soak_faults]
 TWIN_TESTS = [t_usage, t_endpoints, t_bad_requests, t_batching, t_load, t_multi_device, t_deadline,
               t_queue_full, t_fault, t_drain]
 GPU_TESTS = [t_endpoints, t_gpu_load, t_fault, t_gpu_soak, t_cloexec, t_drain]

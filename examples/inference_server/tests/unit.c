@@ -1,6 +1,7 @@
 /* Unit tests of the service's pure parts: request and response bodies
  * (parse.c), the batching policy (policy.h), the MLP and its weights file
- * (model.c), the device list and flags (config.c), metrics (metrics.c). */
+ * (model.c), the device list and flags (config.c), metrics (metrics.c),
+ * the lists behind the clients' deadlines (deadline_fifo.c). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "deadline_fifo.h"
 #include "metrics.h"
 #include "model.h"
 #include "parse.h"
@@ -236,8 +238,13 @@ Test(config, flags) {
                 "--batch-window-us=50",
                 "--backend=cpu",
                 "--fault-injection",
+                "--header-deadline-ms=1500",
+                "--body-deadline-ms",
+                "250",
                 NULL};
-  cr_expect_eq(config_parse(&c, "p", "t", 7, ok), -1);
+  cr_expect_eq(config_parse(&c, "p", "t", 10, ok), -1);
+  cr_expect_eq(c.header_deadline_ms, 1500u);
+  cr_expect_eq(c.body_deadline_ms, 250u);
   cr_expect_eq(c.port, 0);
   cr_expect_eq(c.max_batch, 8);
   cr_expect_eq(c.window_us, 50u);
@@ -245,6 +252,12 @@ Test(config, flags) {
   cr_expect_str_eq(c.backend, "cpu");
   char *bad[] = {"p", "--max-batch=0", NULL};
   cr_expect_eq(config_parse(&c, "p", "t", 2, bad), 2);
+  char *zero[] = {"p", "--body-deadline-ms=0", NULL};
+  cr_expect_eq(config_parse(&c, "p", "t", 2, zero), 2, "a deadline of 0 ms is refused");
+  char *none[] = {"p", NULL};
+  cr_expect_eq(config_parse(&c, "p", "t", 1, none), -1);
+  cr_expect_eq(c.header_deadline_ms, 10000u, "defaults");
+  cr_expect_eq(c.body_deadline_ms, 10000u);
 }
 
 /* ---- metrics.c ---------------------------------------------------------- */
@@ -255,14 +268,33 @@ Test(metrics, render) {
   metrics_init(&m, 64);
   metrics_request(&m, 200, 300000); /* 0.3 ms */
   metrics_request(&m, 418, 1000);   /* other */
+  metrics_request(&m, 408, 2000);
+  metrics_other(&m, METRICS_PATH_HEALTH, 200);
+  metrics_other(&m, METRICS_PATH_HEALTH, 200);
+  metrics_other(&m, METRICS_PATH_OTHER, 404);
+  metrics_other(&m, METRICS_PATH_INFER, 405);
+  metrics_timeout(&m, METRICS_PHASE_HEADERS);
   metrics_batch(&m, 3, 50000);
+  cr_expect_eq(metrics_answers(&m), 7);
   metrics_render(&m, &b);
   cr_assert(!b.oom);
   cr_expect(strstr(b.p, "infer_requests_total{code=\"200\"} 1\n") != NULL);
+  cr_expect(strstr(b.p, "infer_requests_total{code=\"408\"} 1\n") != NULL);
+  cr_expect(strstr(b.p, "infer_requests_total{code=\"404\"} 0\n") != NULL,
+            "other requests are not inference requests");
   cr_expect(strstr(b.p, "infer_requests_total{code=\"other\"} 1\n") != NULL);
-  cr_expect(strstr(b.p, "infer_request_duration_seconds_bucket{le=\"0.00025\"} 1\n") != NULL,
-            "the 1 us answer is in the first buckets, the 0.3 ms one is not");
-  cr_expect(strstr(b.p, "infer_request_duration_seconds_bucket{le=\"0.0005\"} 2\n") != NULL);
+  cr_expect(strstr(b.p, "infer_other_requests_total{path=\"/health\",code=\"200\"} 2\n") != NULL);
+  cr_expect(strstr(b.p, "infer_other_requests_total{path=\"other\",code=\"404\"} 1\n") != NULL);
+  cr_expect(strstr(b.p, "infer_other_requests_total{path=\"/v1/infer\",code=\"405\"} 1\n") != NULL);
+  cr_expect(strstr(b.p, "infer_other_requests_total{path=\"/metrics\"") == NULL,
+            "pairs never seen are not printed");
+  cr_expect(strstr(b.p, "infer_http_timeouts_total{phase=\"headers\"} 1\n") != NULL);
+  cr_expect(strstr(b.p, "infer_http_timeouts_total{phase=\"body\"} 0\n") != NULL);
+  cr_expect(strstr(b.p, "infer_request_duration_seconds_count 3\n") != NULL,
+            "the latency of inference requests only");
+  cr_expect(strstr(b.p, "infer_request_duration_seconds_bucket{le=\"0.00025\"} 2\n") != NULL,
+            "the 1 and 2 us answers are in the first buckets, the 0.3 ms one is not");
+  cr_expect(strstr(b.p, "infer_request_duration_seconds_bucket{le=\"0.0005\"} 3\n") != NULL);
   cr_expect(strstr(b.p, "infer_batch_size_bucket{le=\"2\"} 0\n") != NULL);
   cr_expect(strstr(b.p, "infer_batch_size_bucket{le=\"4\"} 1\n") != NULL);
   cr_expect(strstr(b.p, "infer_batch_size_bucket{le=\"64\"} 1\n") != NULL);
@@ -275,4 +307,59 @@ Test(metrics, render) {
     cr_expect(sp != NULL && sp[1] != 0, "%s", line);
   }
   sb_free(&b);
+}
+
+/* ---- deadline_fifo.c ---------------------------------------------------- */
+
+Test(deadline_fifo, order_and_due) {
+  struct deadline_fifo f;
+  struct deadline_item a = {0}, b = {0}, c = {0};
+  deadline_fifo_init(&f, 100);
+  cr_expect_eq(deadline_fifo_next_due(&f), UINT64_MAX);
+  cr_expect_null(deadline_fifo_pop_due(&f, 1000));
+  deadline_fifo_push(&f, &a, 10);
+  deadline_fifo_push(&f, &b, 20);
+  deadline_fifo_push(&f, &c, 30);
+  cr_expect_eq(f.len, 3);
+  cr_expect_eq(deadline_fifo_next_due(&f), 110);
+  cr_expect_null(deadline_fifo_pop_due(&f, 109), "not due yet");
+  cr_expect_eq(deadline_fifo_pop_due(&f, 120), &a);
+  cr_expect_eq(deadline_fifo_pop_due(&f, 120), &b, "due exactly at 120");
+  cr_expect_null(deadline_fifo_pop_due(&f, 120));
+  cr_expect_null(a.on, "a popped item is in no list");
+  cr_expect_eq(deadline_fifo_next_due(&f), 130);
+  cr_expect_eq(f.len, 1);
+}
+
+Test(deadline_fifo, remove_and_move) {
+  struct deadline_fifo f, g;
+  struct deadline_item a = {0}, b = {0}, c = {0};
+  deadline_fifo_init(&f, 100);
+  deadline_fifo_init(&g, 5);
+  deadline_fifo_push(&f, &a, 0);
+  deadline_fifo_push(&f, &b, 1);
+  deadline_fifo_push(&f, &c, 2);
+  deadline_item_remove(&b); /* from the middle */
+  deadline_item_remove(&b); /* twice: nothing */
+  cr_expect_eq(f.len, 2);
+  cr_expect_eq(a.next, &c);
+  cr_expect_eq(c.prev, &a);
+  deadline_item_remove(&a); /* the head */
+  cr_expect_eq(f.head, &c);
+  cr_expect_eq(deadline_fifo_next_due(&f), 102);
+  /* Pushed again: to the back, with a new due time. */
+  deadline_fifo_push(&f, &a, 50);
+  cr_expect_eq(f.tail, &a);
+  cr_expect_eq(a.due_ns, 150);
+  /* Pushed onto another list: it leaves the first. */
+  deadline_fifo_push(&g, &c, 60);
+  cr_expect_eq(f.len, 1);
+  cr_expect_eq(f.head, &a);
+  cr_expect_eq(g.head, &c);
+  cr_expect_eq(c.on, &g);
+  cr_expect_eq(deadline_fifo_next_due(&g), 65);
+  deadline_item_remove(&a);
+  deadline_item_remove(&c);
+  cr_expect(f.head == NULL && f.tail == NULL && f.len == 0);
+  cr_expect(g.head == NULL && g.tail == NULL && g.len == 0);
 }
