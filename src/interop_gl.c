@@ -96,17 +96,18 @@ cudaError_t cudaGraphicsGLRegisterImage(struct cudaGraphicsResource **resource, 
  * cudaErrorSetOnActiveProcess once the device's primary context is
  * initialised (measured on an H100 with a GL context current: cudaSuccess
  * before cudaFree(0), cudaErrorSetOnActiveProcess after). With no GL
- * context current, the first call is cudaErrorDevicesUnavailable where
- * the driver says CUDA_ERROR_INVALID_GRAPHICS_CONTEXT (measured on an
- * H100), and the driver's own answer where it says something else for
- * the missing context. */
+ * context current, the first call is cudaErrorDevicesUnavailable,
+ * whichever of its answers for the missing context the driver gives
+ * (measured on an H100 and an H200). */
 cudaError_t cudaGLSetGLDevice(int device) {
   CUDAEV_INIT_OR_RETURN();
   cudaError_t e = cudaev__interop_device_fresh(device);
   if (e != cudaSuccess) return cudaev__ret(e);
-  CUresult g = no_gl_context();
-  if (g == CUDA_ERROR_INVALID_GRAPHICS_CONTEXT) return cudaev__ret(cudaErrorDevicesUnavailable);
-  if (g != CUDA_SUCCESS) return cudaev__ret_cu(g);
+  /* Whatever the driver says of the missing context (an H100's driver:
+   * invalid graphics context; an H200's without a display stack: an
+   * operating-system error), NVIDIA's runtime answers this one with
+   * cudaErrorDevicesUnavailable (measured on both). */
+  if (no_gl_context() != CUDA_SUCCESS) return cudaev__ret(cudaErrorDevicesUnavailable);
   return cudaSetDevice(device);
 }
 

