@@ -68,23 +68,29 @@ bool cudaev__capture_maybe(void) {
   return maybe;
 }
 
-bool cudaev__capture_forbids_unsafe(void) {
-  if (atomic_load_explicit(&active, memory_order_acquire) == 0) return false;
-  /* The thread's mode: swapped out and back. */
+enum cudaev__capture_answer cudaev__capture_unsafe_call(void) {
+  if (atomic_load_explicit(&active, memory_order_acquire) == 0) return CUDAEV__CAPTURE_NONE;
+  /* The thread's mode: swapped out and back. A driver that cannot say
+   * (none loaded) has no capture to forbid anything. */
   CUstreamCaptureMode mine = CU_STREAM_CAPTURE_MODE_RELAXED;
-  if (cudaev__drv.cuThreadExchangeStreamCaptureMode(&mine) != CUDA_SUCCESS) return false;
-  CUstreamCaptureMode back = mine;
-  (void)cudaev__drv.cuThreadExchangeStreamCaptureMode(&back);
+  bool known = cudaev__drv.cuThreadExchangeStreamCaptureMode(&mine) == CUDA_SUCCESS;
+  if (known) {
+    CUstreamCaptureMode back = mine;
+    (void)cudaev__drv.cuThreadExchangeStreamCaptureMode(&back);
+  }
   pthread_t self = pthread_self();
   bool forbids = false;
   pthread_mutex_lock(&mu);
   prune();
-  for (int i = 0; i < ncaps && !forbids; i++) {
+  for (int i = 0; known && i < ncaps && !forbids; i++) {
     bool own = pthread_equal(caps[i].thread, self) != 0;
     forbids = own ? caps[i].mode != CU_STREAM_CAPTURE_MODE_RELAXED
                   : mine == CU_STREAM_CAPTURE_MODE_GLOBAL &&
                         caps[i].mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
   }
+  bool maybe = atomic_load_explicit(&active, memory_order_acquire) > 0;
   pthread_mutex_unlock(&mu);
-  return forbids;
+  return forbids ? CUDAEV__CAPTURE_FORBIDDEN
+         : maybe ? CUDAEV__CAPTURE_ALLOWED
+                 : CUDAEV__CAPTURE_NONE;
 }

@@ -33,11 +33,20 @@ void cudaev__capture_ended(CUstream s);
  * which names another stream on each thread, counts until it is ended. */
 bool cudaev__capture_maybe(void);
 
-/* True when the driver would refuse a "potentially unsafe" call (a pinned
- * free, say) on the calling thread now, by its rule: the thread began a
- * capture that is not relaxed, or the thread is in global mode and another
- * thread's capture is global. Such a call fails with
- * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture. */
-bool cudaev__capture_forbids_unsafe(void);
+/* What a "potentially unsafe" driver call (a pinned free, a context
+ * synchronisation) meets on the calling thread now, in one look:
+ *  - NONE: no capture begun through this runtime can be in progress;
+ *  - ALLOWED: one may be, and the driver's rule lets this thread make
+ *    such a call (it still must not synchronise a capturing context);
+ *  - FORBIDDEN: the driver would refuse it here with
+ *    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate the capture: the
+ *    thread began a capture that is not relaxed, or it is in global mode
+ *    and another thread's capture is global. */
+enum cudaev__capture_answer {
+  CUDAEV__CAPTURE_NONE,
+  CUDAEV__CAPTURE_ALLOWED,
+  CUDAEV__CAPTURE_FORBIDDEN,
+};
+enum cudaev__capture_answer cudaev__capture_unsafe_call(void);
 
 #endif

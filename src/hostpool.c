@@ -744,12 +744,11 @@ bool cudaev__hostpool_free(void *p, cudaError_t *e) {
      * synchronisation fails as that free does (and invalidates the capture
      * as it does), and the memory stays allocated, as a refused free
      * leaves it. */
-    if (cudaev__capture_maybe()) {
-      if (!cudaev__capture_forbids_unsafe() && hold_free(p, le.pa->device, le.gen)) {
-        note_free();
-        *e = cudaSuccess;
-        return true;
-      }
+    if (cudaev__capture_unsafe_call() == CUDAEV__CAPTURE_ALLOWED &&
+        hold_free(p, le.pa->device, le.gen)) {
+      note_free();
+      *e = cudaSuccess;
+      return true;
     }
     /* cuMemFreeHost waits for the GPU before the pages can be reused; so
      * must a free that makes them reusable at once. */
