@@ -25,6 +25,15 @@ import sys
 NODES = [
     ("libcudart.so.13", None, None),
     ("CUDAEV_0", None, ["cudaev_[a-z]*"]),
+    # Version 1.0: the names that follow one rule (include/cudaev.h,
+    # "Names"); CUDAEV_0 keeps the old ones as deprecated aliases.
+    ("CUDAEV_1", "CUDAEV_0", [
+        "cudaev_future_new_timer", "cudaev_future_new_stream", "cudaev_future_new_event",
+        "cudaev_future_new_all", "cudaev_future_new_any", "cudaev_future_any_index",
+        "cudaev_future_new_timeout", "cudaev_future_new_work_done",
+        "cudaev_loop_prepare", "cudaev_loop_prepare_ns", "cudaev_log_set",
+        "cudaev_launch_host_func_async",
+    ]),
 ]
 
 

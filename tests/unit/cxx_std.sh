@@ -4,7 +4,8 @@
 # whose enum check catches an outcome outside cudaError's range), by every
 # C++ compiler here (g++, clang++), and each build run against this build's
 # libcudart.so.13. The header alone must also pass C11 and C17 with the same
-# warnings. Exit 77 (skipped) without a C++ compiler.
+# warnings, and a use of a version 0 name must warn, naming its
+# replacement, in C and in C++. Exit 77 (skipped) without a C++ compiler.
 #
 #   cxx_std.sh SOURCE_DIR BUILD_DIR TOOLKIT
 set -u
@@ -27,6 +28,26 @@ for cc in gcc clang; do
       fail=1
     fi
   done
+done
+
+# A deprecated name: the compiler must refuse it under -Werror and name the
+# new one.
+old='#include <cudaev.h>
+int main(void) { cudaev_future_t *f; return cudaev_timer_future(0, 1, &f) != cudaSuccess; }'
+for c in "gcc -x c -std=c11" "clang -x c -std=c11" "g++ -x c++ -std=c++11" "clang++ -x c++ -std=c++14" \
+  "g++ -x c++ -std=c++20"; do
+  command -v "${c%% *}" >/dev/null || continue
+  # shellcheck disable=SC2086
+  if printf '%s\n' "$old" | $c "${warn[@]}" "${inc[@]}" -fsyntax-only - 2>"$tmp/log"; then
+    echo "FAIL  $c: a version 0 name compiles without a warning"
+    fail=1
+  elif grep -q 'cudaev_future_new_timer' "$tmp/log" && grep -qi 'deprecated' "$tmp/log"; then
+    echo "ok    $c: a version 0 name warns and names its replacement"
+  else
+    echo "FAIL  $c: a version 0 name fails for another reason"
+    cat "$tmp/log"
+    fail=1
+  fi
 done
 
 found=0
