@@ -31,6 +31,7 @@ int batch_init(struct server *s) {
   memset(b, 0, sizeof *b);
   b->policy.max_batch = s->cfg->max_batch;
   b->policy.window_s = s->cfg->window_us * 1e-6;
+  b->policy.eager = s->cfg->eager_batch;
   b->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (b->tfd < 0) return -1;
   ev_io_init(&b->window, on_window, b->tfd, EV_READ);
@@ -185,7 +186,10 @@ void batch_dispatch(struct server *s) {
   for (;;) {
     double wait_s;
     double age = b->head ? (double)(now_ns() - b->head->queued_ns) * 1e-9 : 0;
-    int take = policy_take(&b->policy, b->len, age, s->draining, &wait_s);
+    /* Every connection of this thread has a request waiting: no other
+     * can come before an answer goes out (policy.h's eager). */
+    int none_to_come = s->waiting >= http_connections(s);
+    int take = policy_take(&b->policy, b->len, age, s->draining, none_to_come, &wait_s);
     if (take > 0 && send_batch(s, take) == 0) continue;
     /* Nothing to send yet (wait for the window), or no free slot (a batch's
      * end dispatches again). */

@@ -37,6 +37,10 @@ static void usage(const struct config *c, FILE *f) {
           "Batching:\n"
           "      --max-batch=N       requests per batch (default 64)\n"
           "      --batch-window-us=N the longest a request waits for others (default 200)\n"
+          "      --eager-batch       send a partial batch at once when every open\n"
+          "                          connection (of this loop thread) has its request\n"
+          "                          waiting, instead of at the window's end: no other\n"
+          "                          request can come meanwhile (default off)\n"
           "      --streams=N         batches in flight per device (default 4)\n"
           "      --devices=LIST      GPUs to use: all (default) or ordinals, e.g. 0,2\n"
           "      --cpu-devices=N     cpu backend: stand-in devices (default 1)\n"
@@ -124,6 +128,7 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       {"loop-threads", required_argument, NULL, 20},
       {"header-deadline-ms", required_argument, NULL, 21},
       {"body-deadline-ms", required_argument, NULL, 22},
+      {"eager-batch", no_argument, NULL, 23},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {0},
@@ -198,6 +203,7 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       c->streams = (int)v;
       break;
     case 9: c->devices = optarg; break;
+    case 23: c->eager_batch = 1; break;
     case 10:
       if (number(name, optarg, 1, 16, &v)) return 2;
       c->cpu_devices = (int)v;

@@ -92,6 +92,7 @@ static void answer(struct request *r, unsigned status, struct MHD_Response *resp
   batch_forget(s, r);
   conn_body_end(r->cx); /* answered before its body was read: 413, 415, 503 */
   if (r->response) MHD_destroy_response(r->response);
+  if (r->state == RQ_WAITING) s->waiting--;
   r->status = status;
   r->response = resp;
   r->state = RQ_ANSWERED;
@@ -343,6 +344,7 @@ static enum MHD_Result finish_infer(struct request *r) {
   if (s->batch.len >= (size_t)s->cfg->max_queue)
     return reply(r, 503, "queue full: try again later");
   r->state = RQ_WAITING;
+  s->waiting++;
   ev_timer_start(s->evl, &r->deadline);
   /* Suspend before queueing: the push may send a batch at once, and
    * whatever answers it (a continuation in a later loop pass, or a failed
@@ -437,6 +439,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   if (r == NULL) return;
   ev_timer_stop(s->evl, &r->deadline);
   batch_forget(s, r);
+  if (r->state == RQ_WAITING) s->waiting--;
   if (r->response) MHD_destroy_response(r->response);
   free(r->body);
   free(r);
@@ -489,6 +492,7 @@ static void on_cut(struct conn *cx, enum metrics_phase phase, void *user) {
   metrics_timeout(s->metrics, phase);
   if (r == NULL) return;
   count_answer(r, 408);
+  if (r->state == RQ_WAITING) s->waiting--;
   r->state = RQ_CUT;
   free(r->body);
   r->body = NULL;

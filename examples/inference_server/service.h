@@ -159,6 +159,7 @@ struct server {
   int thread;              /* this loop thread's index; 0 runs on main() */
   struct server *peers;    /* every loop thread's server, [cfg->loop_threads] */
   long active;             /* this thread's requests not yet completed */
+  unsigned waiting;        /* ... of them queued or in a batch (RQ_WAITING) */
   atomic_int asked;        /* ASK_* bits other threads left for this one */
   ev_async ask;            /* ... and the wakeup that makes it look */
   ev_timer drain_timer, restart_grace;

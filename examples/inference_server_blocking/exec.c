@@ -251,7 +251,10 @@ static void *executor(void *arg) {
   while (!t->stopping) {
     double wait_s;
     double age = t->head ? (double)(now_ns() - t->head->queued_ns) * 1e-9 : 0;
-    int n = policy_take(&t->policy, t->len, age, t->draining, &wait_s);
+    /* Every connection has its job queued or running: none can send. */
+    int none_to_come = atomic_load_explicit(&t->waiting, memory_order_relaxed) >=
+                       atomic_load_explicit(&t->nconn, memory_order_relaxed);
+    int n = policy_take(&t->policy, t->len, age, t->draining, none_to_come, &wait_s);
     if (n == 0) {
       if (t->len) {
         struct timespec until = abs_after(wait_s);

@@ -137,6 +137,7 @@ static enum MHD_Result finish_infer(struct MHD_Connection *c, struct creq *r) {
   uint64_t deadline = now_ns() + (uint64_t)twin.cfg.deadline_ms * 1000000u;
   unsigned status = 0;
   const char *why = NULL;
+  int pushed = 0;
   pthread_mutex_lock(&twin.mu);
   if (twin.draining) {
     why = "shutting down";
@@ -146,6 +147,8 @@ static enum MHD_Result finish_infer(struct MHD_Connection *c, struct creq *r) {
     status = 503;
   } else {
     atomic_fetch_add(&j->refs, 1); /* the queue's, then the executor's */
+    atomic_fetch_add(&twin.waiting, 1);
+    pushed = 1;
     twin_push(&twin, j);
   }
   pthread_mutex_unlock(&twin.mu);
@@ -178,6 +181,7 @@ static enum MHD_Result finish_infer(struct MHD_Connection *c, struct creq *r) {
     if (status == 503) why = "shutting down";
     break;
   }
+  if (pushed) atomic_fetch_sub(&twin.waiting, 1); /* its wait is over */
   struct answer done = {0};
   float *out = NULL;
   if (status == 0) {
@@ -293,6 +297,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
 }
 
+/* Open connections, for the eager batching rule (policy.h). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code) {
+  (void)cls, (void)c, (void)socket_ctx;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) atomic_fetch_add(&twin.nconn, 1);
+  if (code == MHD_CONNECTION_NOTIFY_CLOSED) atomic_fetch_sub(&twin.nconn, 1);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   struct creq *r = *con_cls;
@@ -355,7 +367,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   twin.max_body = twin.cfg.max_body ? twin.cfg.max_body : (size_t)twin.model.dims[0] * 32 + 1024;
-  twin.policy = (struct policy){twin.cfg.max_batch, twin.cfg.window_us * 1e-6};
+  twin.policy =
+      (struct policy){twin.cfg.max_batch, twin.cfg.window_us * 1e-6, twin.cfg.eager_batch};
   twin.gpu = strcmp(twin.cfg.backend, "gpu") == 0;
 #ifndef INFER_HAVE_GPU
   if (twin.gpu) {
@@ -397,10 +410,11 @@ int main(int argc, char **argv) {
       MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
           MHD_USE_ERROR_LOG,
       (uint16_t)twin.cfg.port, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, &addr,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
-      twin.cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, twin.cfg.connection_timeout_s,
-      MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u, MHD_OPTION_THREAD_STACK_SIZE, (size_t)256 << 10,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192, MHD_OPTION_END);
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+      NULL, MHD_OPTION_CONNECTION_LIMIT, twin.cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+      twin.cfg.connection_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u,
+      MHD_OPTION_THREAD_STACK_SIZE, (size_t)256 << 10, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+      (size_t)8192, MHD_OPTION_END);
   if (d == NULL) {
     fprintf(stderr, "%s: cannot listen on %s:%d\n", twin.cfg.prog, twin.cfg.host, twin.cfg.port);
     twin_devices_close(&twin);

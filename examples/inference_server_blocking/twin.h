@@ -93,6 +93,8 @@ struct twin {
   pthread_cond_t work; /* executors wait for batches */
   struct job *head, *tail;
   size_t len;
+  atomic_uint waiting;           /* connection threads whose job is queued or running */
+  atomic_uint nconn;             /* open connections (MHD's notifications) */
   atomic_int draining, stopping; /* set under mu, read anywhere */
   unsigned long long next_batch_id;
   struct tdev *dev;

@@ -237,6 +237,54 @@ def t_batching(args):
         s.stop()
 
 
+def t_eager_batch(args):
+    """--eager-batch: a partial batch leaves at once when every open
+    connection has its request waiting, and still waits for the window
+    while another connection is open and could send."""
+    window = 0.4
+    with Server(args, ["--batch-window-us", str(int(window * 1e6)), "--max-batch", "8",
+                       "--eager-batch"]) as s:
+        rng = random.Random(5)
+
+        def burst(k):
+            xs = [rand_input(s.model, rng) for _ in range(k)]
+            conns = [s.conn() for _ in range(k)]
+            for c in conns:
+                c.connect()
+            barrier = threading.Barrier(k)
+
+            def one(x, c):
+                barrier.wait()
+                return s.infer(x, conn=c)
+            with ThreadPoolExecutor(k) as ex:
+                res = list(ex.map(one, xs, conns))
+            for c in conns:
+                c.close()
+            for x, (st, hd, y, _, _) in zip(xs, res):
+                check(st == 200, f"burst of {k}: {st}")
+                check_answer(s.model, x, y, f"burst of {k}")
+            return res
+
+        # Let the connections of earlier calls (/health at start-up) close.
+        time.sleep(0.3)
+        res = burst(3)
+        ids = {r[1]["x-batch-id"] for r in res}
+        check(len(ids) == 1 and all(r[1]["x-batch-size"] == "3" for r in res),
+              f"3 connections, 3 requests: one batch of 3: {ids}")
+        took = max(r[4] for r in res)
+        check(took < window * 0.75 * SLOW or SLOW > 1,
+              f"nobody else could send: the batch left before the window: {took:.3f} s")
+        # An idle connection could still send: the window applies.
+        idle = socket.create_connection(("127.0.0.1", s.port))
+        time.sleep(0.2)
+        res = burst(2)
+        idle.close()
+        check(all(r[1]["x-batch-size"] == "2" for r in res), "2 requests, one batch of 2")
+        took = min(r[4] for r in res)
+        check(took >= window * 0.9, f"an idle connection open: the window: {took:.3f} s")
+        s.stop()
+
+
 def t_load(args, clients=200, per_client=20, extra=(), layers_check=True):
     """No lost, duplicated or misrouted answer under concurrent load."""
     extra = list(extra) + ["--batch-window-us", "2000"]
@@ -1061,11 +1109,11 @@ def t_gpu_soak(args):
         s.stop()
 
 
-CPU_TESTS = [t_usage, t_weights, t_endpoints, t_bad_requests, t_batching, t_load,
-             t_multi_device, t_deadline, t_queue_full, t_fault, t_restart, t_drain,
+CPU_TESTS = [t_usage, t_weights, t_endpoints, t_bad_requests, t_batching, t_eager_batch,
+             t_load, t_multi_device, t_deadline, t_queue_full, t_fault, t_restart, t_drain,
              t_drain_timeout, t_limits, t_slow_clients, t_cloexec, t_loop_threads, t_soak_faults]
-TWIN_TESTS = [t_usage, t_endpoints, t_bad_requests, t_batching, t_load, t_multi_device, t_deadline,
-              t_queue_full, t_fault, t_drain]
+TWIN_TESTS = [t_usage, t_endpoints, t_bad_requests, t_batching, t_eager_batch, t_load,
+              t_multi_device, t_deadline, t_queue_full, t_fault, t_drain]
 GPU_TESTS = [t_endpoints, t_gpu_load, t_fault, t_gpu_soak, t_cloexec, t_drain]
 GPU_TWIN_TESTS = [t_endpoints, t_gpu_load, t_drain]
 

@@ -137,15 +137,28 @@ Test(parse, float_paths_equal_libc) {
 Test(policy, window_and_size) {
   struct policy p = {.max_batch = 4, .window_s = 0.001};
   double wait;
-  cr_expect_eq(policy_take(&p, 0, 0, 0, &wait), 0);
-  cr_expect_eq(policy_take(&p, 1, 0.0004, 0, &wait), 0, "waits for the window");
+  cr_expect_eq(policy_take(&p, 0, 0, 0, 0, &wait), 0);
+  cr_expect_eq(policy_take(&p, 1, 0.0004, 0, 0, &wait), 0, "waits for the window");
   cr_expect_float_eq(wait, 0.0006, 1e-12);
-  cr_expect_eq(policy_take(&p, 3, 0.001, 0, &wait), 3, "window over: what is there");
-  cr_expect_eq(policy_take(&p, 4, 0, 0, &wait), 4, "full: at once");
-  cr_expect_eq(policy_take(&p, 9, 0, 0, &wait), 4, "never more than a batch");
-  cr_expect_eq(policy_take(&p, 2, 0, 1, &wait), 2, "draining: no waiting");
+  cr_expect_eq(policy_take(&p, 3, 0.001, 0, 0, &wait), 3, "window over: what is there");
+  cr_expect_eq(policy_take(&p, 4, 0, 0, 0, &wait), 4, "full: at once");
+  cr_expect_eq(policy_take(&p, 9, 0, 0, 0, &wait), 4, "never more than a batch");
+  cr_expect_eq(policy_take(&p, 2, 0, 1, 0, &wait), 2, "draining: no waiting");
   struct policy now = {.max_batch = 8, .window_s = 0};
-  cr_expect_eq(policy_take(&now, 1, 0, 0, &wait), 1, "no window");
+  cr_expect_eq(policy_take(&now, 1, 0, 0, 0, &wait), 1, "no window");
+  cr_expect_eq(policy_take(&p, 2, 0, 0, 1, &wait), 0, "eager off: the window, all waiting or not");
+  cr_expect_float_eq(wait, 0.001, 1e-12);
+}
+
+Test(policy, eager) {
+  struct policy p = {.max_batch = 4, .window_s = 0.001, .eager = 1};
+  double wait;
+  cr_expect_eq(policy_take(&p, 2, 0, 0, 1, &wait), 2, "none to come: at once");
+  cr_expect_eq(wait, 0);
+  cr_expect_eq(policy_take(&p, 2, 0.0004, 0, 0, &wait), 0, "more may come: the window");
+  cr_expect_float_eq(wait, 0.0006, 1e-12);
+  cr_expect_eq(policy_take(&p, 6, 0, 0, 1, &wait), 4, "never more than a batch");
+  cr_expect_eq(policy_take(&p, 0, 0, 0, 1, &wait), 0, "nothing queued: nothing sent");
 }
 
 /* ---- model.c ------------------------------------------------------------ */
