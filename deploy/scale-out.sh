@@ -152,6 +152,9 @@ cmd_start() {
     die "$dir: nginx is already running there (stop it first)"
   fi
   : >"$dir/backends"
+  rm -f "$dir"/backend-*.pid "$dir/nginx/nginx.pid"
+  # A start that fails half-way stops what it started.
+  trap 'echo "scale-out: stopping what was started" >&2; cmd_stop "$dir" >/dev/null 2>&1' EXIT
 
   if [ -n "$backends" ]; then
     local b
@@ -231,6 +234,7 @@ cmd_start() {
   done
   wait_http "http://$listen/nginx_status" "$(cat "$prefix/nginx.pid")" "$ready" nginx
   wait_http "http://$listen/health" "" "$ready" "nginx's /health"
+  trap - EXIT
   echo "scale-out: nginx (pid $(cat "$prefix/nginx.pid")) on http://$listen/ in front of" \
     "$(paste -sd' ' "$dir/backends")"
 }
