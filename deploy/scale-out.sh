@@ -50,6 +50,15 @@ alive() {
   [ "${stat%% *}" != Z ]
 }
 
+# ours PID TEXT: PID is alive and its command line holds TEXT (the prefix
+# or port file of this DIR), so a stale pid file never names another process.
+ours() {
+  local c
+  alive "$1" || return 1
+  c=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null) || return 1
+  [[ $c == *"$2"* ]]
+}
+
 # wait_http URL PID SECONDS WHAT: polls until URL answers 200; fails at once
 # if PID (when not empty) has exited.
 wait_http() {
@@ -148,7 +157,7 @@ cmd_start() {
   command -v curl >/dev/null || die "curl not found (Debian package curl)"
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
-  if [ -f "$dir/nginx/nginx.pid" ] && alive "$(cat "$dir/nginx/nginx.pid")"; then
+  if [ -f "$dir/nginx/nginx.pid" ] && ours "$(cat "$dir/nginx/nginx.pid")" "$dir/nginx"; then
     die "$dir: nginx is already running there (stop it first)"
   fi
   : >"$dir/backends"
@@ -240,22 +249,24 @@ cmd_start() {
 }
 
 cmd_restart() {
-  local dir=$1 i=$2
+  local dir i=$2
+  dir=$(cd "$1" 2>/dev/null && pwd) || die "$1: no such directory"
   [ -f "$dir/backend-$i.args" ] || die "$dir: no backend $i that this script started"
   local pid
   pid=$(cat "$dir/backend-$i.pid")
-  alive "$pid" && die "backend $i (pid $pid) is still running"
+  ours "$pid" "$dir/backend-$i.port" && die "backend $i (pid $pid) is still running"
   local port
   port=$(sed -n "$((i + 1))s/.*://p" "$dir/backends")
   start_backend "$dir" "$i" "$port" 60
 }
 
 cmd_stop() {
-  local dir=$1 status=0 pid f
+  local dir status=0 pid f
+  dir=$(cd "$1" 2>/dev/null && pwd) || die "$1: no such directory"
   if [ -f "$dir/nginx/nginx.pid" ]; then
     pid=$(cat "$dir/nginx/nginx.pid")
     # QUIT: the workers finish the requests they have, then exit.
-    if alive "$pid"; then
+    if ours "$pid" "$dir/nginx"; then
       kill -QUIT "$pid" 2>/dev/null || true
       wait_gone "$pid" 10 || {
         echo "scale-out: nginx (pid $pid) still running after 10 s: SIGKILL" >&2
@@ -267,7 +278,7 @@ cmd_stop() {
   for f in "$dir"/backend-*.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f")
-    alive "$pid" || continue
+    ours "$pid" "${f%.pid}.port" || continue
     # TERM: the service drains (answers what is in flight) and exits.
     kill -TERM "$pid" 2>/dev/null || true
     wait_gone "$pid" 15 || {
