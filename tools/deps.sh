@@ -16,10 +16,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # make: jemalloc's build. libuv1-dev and liburing-dev are for
 # examples/loop_libuv.c and examples/loop_uring.c only (each is skipped where
 # its library is missing); libmicrohttpd-dev for examples/inference_server
-# (skipped without it), wrk for its load test (bench/serve.sh).
+# (skipped without it), wrk for its load test (bench/serve.sh); nginx and
+# curl for deploy/ (nginx in front of two service processes; its test).
 packages="libev-dev libcriterion-dev meson ninja-build pkg-config python3 binutils gcc make
   dpkg-dev bzip2 xz-utils libgl-dev libegl-dev libvdpau-dev libvulkan-dev clang-format
-  libuv1-dev liburing-dev libmicrohttpd-dev wrk"
+  libuv1-dev liburing-dev libmicrohttpd-dev wrk nginx curl"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -43,8 +44,19 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $need_src && tools/apt-deb-src.sh
 apt-get update -qq >/dev/null
+# Debian's nginx starts a system nginx on port 80 when installed; deploy/
+# runs its own, so the start is refused for the install (policy-rc.d, as in
+# container images), unless the machine already has a policy.
+policy=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  policy=/usr/sbin/policy-rc.d
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod +x "$policy"
+  trap 'rm -f "$policy"' EXIT
+fi
 # shellcheck disable=SC2086
 [ -z "$missing" ] || apt-get install -y -qq --no-install-recommends $missing >/dev/null
+[ -z "$policy" ] || rm -f "$policy"
 if $need_src && ! apt-cache showsrc jemalloc 2>/dev/null | grep -q '^Version: 5\.3\.0'; then
   echo "deps: apt still has no source package jemalloc 5.3.0 (Debian bookworm has 5.3.0-1);" \
     "set CUDAEV_JEMALLOC_SRC to an unpacked jemalloc 5.3.0" >&2

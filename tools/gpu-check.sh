@@ -27,6 +27,9 @@
 #             NVIDIA's runtime and on ours), with the application's libev
 #   serve     bench/serve.sh: wrk against the service and its twin (about
 #             3 minutes; SERVE_* apply); its table and plot land in OUT/serve
+#   nginx     deploy/test_nginx.py --backend gpu: nginx in front of two GPU
+#             service processes (one per GPU where there are two), one killed
+#             and restarted under load, both scraped; logs in OUT/nginx
 #   badinput  tests/badinput/run.sh, if present (at most BADINPUT_BUDGET s)
 #   multi     with two or more GPUs: tests/pytorch/ddp.sh (DDP over NCCL, one
 #             process a GPU, both runtimes) and the service under wrk on one
@@ -143,6 +146,19 @@ for part in "$@"; do
         bash bench/serve.sh "$out/serve" >"$logs/serve.txt" 2>&1
       note "serve: exit $?"
       grep -E '^\*\*|^\| (async|twin)' "$out/serve/serve.md" 2>/dev/null | tee -a "$summary" >/dev/null
+      ;;
+    nginx)
+      # As root nginx runs as nobody (deploy/scale-out.sh), which may not
+      # reach this tree: its carried copy goes where anyone can run it.
+      ngx=""
+      if [ -x .device/nginx/nginx ]; then
+        ngx=$(mktemp -d) && cp -rL .device/nginx "$ngx/" && chmod -R a+rX "$ngx"
+      fi
+      PATH=${ngx:+$ngx/nginx:}$PATH LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH \
+        python3 deploy/test_nginx.py --server "$build/examples/inference_server/inference_server" \
+        --backend gpu --out "$out/nginx" >"$logs/nginx.txt" 2>&1
+      note "nginx: exit $? (77: skipped); $(grep -E '^(requests|scrape|FAIL|SKIP)' "$logs/nginx.txt" | tr '\n' ' ')"
+      [ -z "$ngx" ] || rm -rf "$ngx"
       ;;
     badinput)
       if [ -x tests/badinput/run.sh ]; then

@@ -61,4 +61,26 @@ WRK
 else
   echo "gpu-pack: no /usr/bin/wrk (tools/deps.sh installs it): bench/serve.sh will not run there" >&2
 fi
+# nginx for deploy/test_nginx.py (gpu-check.sh's part nginx), the same way;
+# its libssl and libcrypto are wrk's, linked rather than copied twice.
+if [ -x /usr/sbin/nginx ]; then
+  mkdir -p .device/nginx/lib
+  cp -L /usr/sbin/nginx .device/nginx/nginx.bin
+  ldd /usr/sbin/nginx | awk '/=> \//{print $1, $3}' | while read -r name path; do
+    case $name in linux-vdso* | ld-linux* | libc.so* | libm.so* | libdl.so* | libpthread.so* | libgcc_s*) continue ;; esac
+    if [ -e ".device/wrk/lib/$name" ]; then
+      ln -sf "../../wrk/lib/$name" ".device/nginx/lib/$name"
+    else
+      cp -L "$path" ".device/nginx/lib/$name"
+    fi
+  done
+  cat >.device/nginx/nginx <<'NGINX'
+#!/bin/sh
+d=$(cd "$(dirname "$0")" && pwd)
+LD_LIBRARY_PATH="$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$d/nginx.bin" "$@"
+NGINX
+  chmod +x .device/nginx/nginx
+else
+  echo "gpu-pack: no /usr/sbin/nginx (tools/deps.sh installs it): deploy/test_nginx.py will not run there" >&2
+fi
 echo "gpu-pack: $(du -sh .gpu | cut -f1) in .gpu, $(du -sh .device | cut -f1) in .device"
