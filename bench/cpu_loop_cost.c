@@ -154,13 +154,13 @@ static double cost(long n, cudaev_future_t **promises, int evict) {
     cudaev_future_t *f;
     for (int k = 0; k < MEASURED / NSTREAMS; k++)
       for (int i = 0; i < NSTREAMS; i++) {
-        cudaev_stream_future(loop, (cudaStream_t)ss[i], &f);
+        cudaev_future_new_stream(loop, (cudaStream_t)ss[i], &f);
         cudaev_future_then(f, count_cb, (void *)(uintptr_t)i);
         cudaev_future_release(f);
       }
     for (int k = 0; k < per_h; k++)
       for (int i = NSTREAMS; i < 2 * NSTREAMS; i++) {
-        cudaev_stream_future(loop, (cudaStream_t)ss[i], &f);
+        cudaev_future_new_stream(loop, (cudaStream_t)ss[i], &f);
         cudaev_future_then(f, held_cb, NULL);
         cudaev_future_release(f);
       }

@@ -283,7 +283,7 @@ static void *submit_main(void *arg) {
         LC_RT(cudaev_launch_cufunc_async(s->loop, lc_empty, lc_dim(1), lc_dim(1), NULL, 0,
                                          (cudaStream_t)ss[i], &f));
         break;
-      case M_MARKER: LC_RT(cudaev_stream_future(s->loop, (cudaStream_t)ss[i], &f)); break;
+      case M_MARKER: LC_RT(cudaev_future_new_stream(s->loop, (cudaStream_t)ss[i], &f)); break;
       default: {
         int last = k == s->per - 1, m = s->mode;
         CUdeviceptr w = dev_words + (CUdeviceptr)(64 + i) * 4u;
@@ -457,7 +457,7 @@ static void cost(const char *metric, long n, cudaev_future_t **promises, bool ev
     for (long k = 0; k < per_m; k++)
       for (int i = 0; i < NSTREAMS; i++) {
         cudaev_future_t *f;
-        LC_RT(cudaev_stream_future(loop, (cudaStream_t)ss[i], &f));
+        LC_RT(cudaev_future_new_stream(loop, (cudaStream_t)ss[i], &f));
         LC_RT(cudaev_future_then(f, count_cb, (void *)(uintptr_t)i));
         cudaev_future_release(f);
       }
@@ -473,7 +473,7 @@ static void cost(const char *metric, long n, cudaev_future_t **promises, bool ev
     for (long k = 0; k < per_h; k++)
       for (int i = NSTREAMS; i < NSTREAMS_ALL; i++) {
         cudaev_future_t *f;
-        LC_RT(cudaev_stream_future(loop, (cudaStream_t)ss[i], &f));
+        LC_RT(cudaev_future_new_stream(loop, (cudaStream_t)ss[i], &f));
         LC_RT(cudaev_future_then(f, held_cb, NULL));
         cudaev_future_release(f);
       }

@@ -94,7 +94,7 @@ static cudaError_t submit(struct request *r) {
     r->ok = 1;
   } else {
     cudaev_future_release(f[2]);
-    if ((e = cudaev_host_func(loop, r->stream, verify, r, &last)) != cudaSuccess) return e;
+    if ((e = cudaev_launch_host_func_async(loop, r->stream, verify, r, &last)) != cudaSuccess) return e;
   }
   return cudaev_future_then(last, finished, r);
 }

@@ -11,7 +11,7 @@
  *   after uv_run returned: cudaev_loop_destroy(loop);
  *
  * How: a uv_poll_t watches cudaev_loop_fd() for readability; a uv_prepare_t
- * asks cudaev_loop_timeout() right before libuv blocks (libuv computes its
+ * asks cudaev_loop_prepare() right before libuv blocks (libuv computes its
  * poll timeout after the prepare callbacks, from its timers) and sets a
  * uv_timer_t to that many milliseconds, or stops it for -1; the poll and the
  * timer callbacks call cudaev_loop_process(). So libuv never sleeps past a
@@ -58,7 +58,7 @@ static inline void cudaev_uv__on_timer(uv_timer_t *h) { cudaev_uv__process(h->da
 
 static inline void cudaev_uv__on_prepare(uv_prepare_t *h) {
   struct cudaev_uv *a = h->data;
-  int ms = cudaev_loop_timeout(a->loop);
+  int ms = cudaev_loop_prepare(a->loop);
   if (ms < 0)
     uv_timer_stop(&a->timer);
   else

@@ -3,7 +3,7 @@
  * The pattern (the same for any loop that can watch an fd and sleep with a
  * timeout; curl-multi and c-ares work this way):
  *   - watch cudaev_loop_fd() for readability (level-triggered);
- *   - right before blocking, t = cudaev_loop_timeout(): block at most t ms
+ *   - right before blocking, t = cudaev_loop_prepare(): block at most t ms
  *     (-1: no limit from cudaev; 0: do not block);
  *   - after waking, whatever woke it, call cudaev_loop_process(). It never
  *     blocks, so calling it more often than needed costs only a pass.
@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
 
   while (running) {
     struct epoll_event got[4];
-    int n = epoll_wait(ep, got, 4, cudaev_loop_timeout(loop));
+    int n = epoll_wait(ep, got, 4, cudaev_loop_prepare(loop));
     for (int i = 0; i < n; i++) {
       if (got[i].data.fd != deadline) continue;
       uint64_t expirations;

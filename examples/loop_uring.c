@@ -3,7 +3,7 @@
  * The pattern:
  *   - an IORING_OP_POLL_ADD (one-shot) on cudaev_loop_fd() for POLLIN,
  *     armed again after each of its completions;
- *   - right before waiting, t = cudaev_loop_timeout() bounds the wait:
+ *   - right before waiting, t = cudaev_loop_prepare() bounds the wait:
  *     io_uring_submit_and_wait_timeout() takes it as the wait's own timeout
  *     (kernels with IORING_FEAT_EXT_ARG; liburing uses a timeout SQE on
  *     older ones), so no stale timeout SQE piles up when the bound changes
@@ -83,7 +83,7 @@ int main(int argc, char **argv) {
       poll_armed = 1;
       in_flight++;
     }
-    int ms = cudaev_loop_timeout(loop);
+    int ms = cudaev_loop_prepare(loop);
     struct __kernel_timespec bound = {ms / 1000, (ms % 1000) * 1000000LL};
     struct io_uring_cqe *cqe;
     err = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, ms >= 0 ? &bound : NULL, NULL);

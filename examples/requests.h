@@ -13,7 +13,7 @@
  * host loop's timer calls requests_deadline(), which cancels it; then the
  * worker tries to complete it late and must be refused. The worker also
  * posts one call to the loop (cudaev_loop_post, the door into the loop from
- * other threads). cudaev_when_all over all NREQ + 1 futures says when the
+ * other threads). cudaev_future_new_all over all NREQ + 1 futures says when the
  * work is over; once it and the posted call have run, `stop` is called so
  * that the example can stop its loop.
  *
@@ -215,7 +215,7 @@ static int requests_start(struct requests *r, cudaev_loop_t *loop, requests_stop
   }
   /* Added after the requests' own continuations, so when_all completes
    * after all of those ran (continuations run in the order added). */
-  if (cudaev_when_all(loop, r->f, NREQ + 1, &r->all) != cudaSuccess ||
+  if (cudaev_future_new_all(loop, r->f, NREQ + 1, &r->all) != cudaSuccess ||
       cudaev_future_then(r->all, requests_on_all, r) != cudaSuccess ||
       pthread_create(&r->worker, NULL, requests_worker, r) != 0) {
     printf("%s: could not start\n", r->prog);

@@ -88,7 +88,7 @@ struct CUfunc_st; /* the driver's CUfunction (cuda.h) */
  * and looks for the application's at run time (cudaev_loop_new_ev says
  * where). cudaev_error_string() says why. */
 #define CUDAEV_ERROR_NO_LIBEV       ((cudaError_t)(CUDAEV_ERROR_BASE + 3))
-/* A deadline passed: that of cudaev_future_timeout before its input
+/* A deadline passed: that of cudaev_future_new_timeout before its input
  * completed, or cudaev_future_wait's before the future completed. */
 #define CUDAEV_ERROR_TIMEOUT        ((cudaError_t)(CUDAEV_ERROR_BASE + 4))
 
@@ -123,7 +123,7 @@ typedef void (*cudaev_future_cb)(cudaev_future_t *f, cudaError_t status, void *u
 typedef cudaev_future_t *(*cudaev_chain_fn)(cudaev_future_t *f, cudaError_t status, void *user);
 /* Destructor of user data. */
 typedef void (*cudaev_dtor)(void *user);
-/* A loop-thread host function (cudaev_host_func). May call CUDA. */
+/* A loop-thread host function (cudaev_launch_host_func_async). May call CUDA. */
 typedef cudaError_t (*cudaev_host_fn)(void *user);
 /* A function posted to the loop (cudaev_loop_post). */
 typedef void (*cudaev_loop_fn)(cudaev_loop_t *loop, void *user);
@@ -140,7 +140,7 @@ typedef void (*cudaev_notify_cb)(cudaev_notify_t *n, const void *info, void *use
  *                           the caller runs ev_run() on it.
  *  cudaev_loop_new_foreign: driven by any loop (epoll, libuv, io_uring):
  *                           watch cudaev_loop_fd() for readability, block no
- *                           longer than cudaev_loop_timeout(), and call
+ *                           longer than cudaev_loop_prepare(), and call
  *                           cudaev_loop_process() when the fd is readable or
  *                           the timeout expired.
  *  cudaev_loop_new_thread:  the library waits on its own thread (ppoll on
@@ -207,7 +207,7 @@ cudaev_loop_t *cudaev_loop_default(void);
  * loop's own. Not for cudaev_loop_default(). Called inside a callback of
  * the same loop (a continuation, a posted function, a host function), it
  * prints "cudaev: cudaev_loop_destroy inside a callback of the same loop;
- * use cudaev_loop_close" on stderr (or the cudaev_set_log hook) and
+ * use cudaev_loop_close" on stderr (or the cudaev_log_set hook) and
  * aborts: the pass that runs the callback still uses the loop. */
 void cudaev_loop_destroy(cudaev_loop_t *loop);
 
@@ -237,7 +237,7 @@ typedef void (*cudaev_close_cb)(cudaev_loop_t *loop, void *user);
  * synchronisation included, then runs on the library's thread; in ev and
  * foreign modes on the thread that runs the loop, after the pass: there,
  * let the pending GPU futures finish first (cancel those no longer
- * wanted; cudaev_future_done says when the GPU is done with one), so that
+ * wanted; cudaev_future_new_work_done says when the GPU is done with one), so that
  * the close has little or nothing to wait for. Called outside the loop's
  * callbacks it blocks as cudaev_loop_destroy does.
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL loop, or the default
@@ -269,12 +269,12 @@ int cudaev_loop_fd(cudaev_loop_t *loop);
  * cudaev_loop_process() now). It may spin for a few microseconds when GPU
  * work is about to finish (see cudaev_loop_set_spin) and arms the wakeups
  * that make the fd readable when the GPU finishes. Thread: loop. */
-int cudaev_loop_timeout(cudaev_loop_t *loop);
+int cudaev_loop_prepare(cudaev_loop_t *loop);
 
-/* Foreign mode: cudaev_loop_timeout in nanoseconds (-1: until the fd is
+/* Foreign mode: cudaev_loop_prepare in nanoseconds (-1: until the fd is
  * readable; 0: call cudaev_loop_process now), for loops whose timers are
  * finer than a millisecond. Same spin and arming. Thread: loop. */
-int64_t cudaev_loop_timeout_ns(cudaev_loop_t *loop);
+int64_t cudaev_loop_prepare_ns(cudaev_loop_t *loop);
 
 /* Foreign mode, for loops without a hook right before they block (curl's
  * CURLMOPT_TIMERFUNCTION pattern): cb(loop, timeout_ns, user) is called
@@ -370,11 +370,11 @@ struct cudaev_loop_stats {
  * gpu_completions). */
 cudaError_t cudaev_loop_stats(cudaev_loop_t *loop, struct cudaev_loop_stats *out, size_t size);
 
-/* Log levels of cudaev_set_log. */
+/* Log levels of cudaev_log_set. */
 #define CUDAEV_LOG_ERROR 0 /* a misuse the library aborts on right after */
 #define CUDAEV_LOG_WARN  1 /* something wrong the library survived */
 /* A log hook: level, the message (one line, "cudaev: ...", no newline;
- * valid during the call), the user pointer given to cudaev_set_log. */
+ * valid during the call), the user pointer given to cudaev_log_set. */
 typedef void (*cudaev_log_fn)(int level, const char *msg, void *user);
 
 /* Sends the library's rare messages to fn instead of stderr (NULL: back to
@@ -383,7 +383,7 @@ typedef void (*cudaev_log_fn)(int level, const char *msg, void *user);
  * go there too, right before the abort. fn may run on any thread,
  * concurrently, and must not call into cudaev. Calls racing a change may
  * still reach the previous hook. Thread: any. */
-void cudaev_set_log(cudaev_log_fn fn, void *user);
+void cudaev_log_set(cudaev_log_fn fn, void *user);
 
 /* ---- futures ------------------------------------------------------------- */
 
@@ -423,7 +423,7 @@ cudaError_t cudaev_future_result(const cudaev_future_t *f);
 /* Blocks until the future completes or timeout_ns passes (negative: no
  * limit; 0: only looks). Returns the outcome, or CUDAEV_ERROR_TIMEOUT when
  * timeout_ns passed first (the future stays pending; the same answer as
- * cudaev_future_timeout's; cudaev_future_ready tells it from a future
+ * cudaev_future_new_timeout's; cudaev_future_ready tells it from a future
  * whose outcome is CUDAEV_ERROR_TIMEOUT).
  * A GPU future is also completed by the waiting thread itself when it sees
  * the GPU's completion word, so waiting works even while no thread drives
@@ -441,7 +441,7 @@ cudaError_t cudaev_future_wait(cudaev_future_t *f, int64_t timeout_ns);
  * (waiters wake; continuations run on the loop thread with that status).
  * The GPU work is not stopped; its later completion is ignored. Returns 1
  * if this call cancelled it, 0 if it had already completed. To learn when
- * the GPU is done with the work's memory, use cudaev_future_done.
+ * the GPU is done with the work's memory, use cudaev_future_new_work_done.
  * Thread: any. */
 int cudaev_future_cancel(cudaev_future_t *f);
 
@@ -466,7 +466,7 @@ int cudaev_future_cancel(cudaev_future_t *f);
  * Ownership: the caller gets one reference to *out (release it with
  * cudaev_future_release); f stays owned by the caller (the request holds
  * a reference of its own until *out completes). Thread: any. */
-cudaError_t cudaev_future_done(cudaev_future_t *f, cudaev_future_t **out);
+cudaError_t cudaev_future_new_work_done(cudaev_future_t *f, cudaev_future_t **out);
 
 /* Adds a reference; returns f. Thread: any. */
 cudaev_future_t *cudaev_future_retain(cudaev_future_t *f);
@@ -502,8 +502,8 @@ cudaError_t cudaev_promise_new(cudaev_loop_t *loop, cudaev_future_t **out);
  * completed it, cudaErrorIllegalState if it was already completed (or
  * cancelled), cudaErrorInvalidValue if f is NULL or not a promise of
  * cudaev_promise_new: every other future (GPU work, timers, combinators,
- * cudaev_future_timeout's, cudaev_future_then_chain's and
- * cudaev_future_done's *out, a staged copy's) is completed by the library
+ * cudaev_future_new_timeout's, cudaev_future_then_chain's and
+ * cudaev_future_new_work_done's *out, a staged copy's) is completed by the library
  * alone, and is left untouched. Thread: any. */
 cudaError_t cudaev_promise_set(cudaev_future_t *f, cudaError_t status);
 
@@ -515,16 +515,16 @@ cudaError_t cudaev_promise_set(cudaev_future_t *f, cudaError_t status);
  * caller (the combinator holds references of its own). All inputs must
  * belong to `loop`. Returns cudaSuccess, cudaErrorInvalidValue,
  * cudaErrorMemoryAllocation. Thread: any. */
-cudaError_t cudaev_when_all(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
+cudaError_t cudaev_future_new_all(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
                             cudaev_future_t **out);
 
 /* A future that completes with the outcome of the first of the n futures
- * to complete; cudaev_when_any_index() then says which. n must be > 0. */
-cudaError_t cudaev_when_any(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
+ * to complete; cudaev_future_any_index() then says which. n must be > 0. */
+cudaError_t cudaev_future_new_any(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
                             cudaev_future_t **out);
 /* The index of the input that completed a when_any future; (size_t)-1
  * while pending or for other futures. Thread: any. */
-size_t cudaev_when_any_index(const cudaev_future_t *f);
+size_t cudaev_future_any_index(const cudaev_future_t *f);
 
 /* ---- timers and deadlines -------------------------------------------------- */
 
@@ -532,7 +532,7 @@ size_t cudaev_when_any_index(const cudaev_future_t *f);
  * CLOCK_MONOTONIC) have passed, on the loop thread (never earlier; later by
  * however long the loop takes to get there). The loop sleeps no longer
  * than its nearest deadline in every mode (thread mode's ppoll, ev mode's
- * ev_timer, foreign mode's cudaev_loop_timeout). cudaev_future_cancel
+ * ev_timer, foreign mode's cudaev_loop_prepare). cudaev_future_cancel
  * completes it at once with CUDAEV_ERROR_CANCELLED and takes it off the
  * loop's timers. A pending timer counts in cudaev_loop_pending (and keeps
  * ev_run alive in ev mode). If the loop is destroyed first it completes
@@ -540,7 +540,7 @@ size_t cudaev_when_any_index(const cudaev_future_t *f);
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL loop or out) or
  * cudaErrorMemoryAllocation. Ownership: *out is the caller's reference
  * (cudaev_future_release). Thread: any. */
-cudaError_t cudaev_timer_future(cudaev_loop_t *loop, uint64_t ns, cudaev_future_t **out);
+cudaError_t cudaev_future_new_timer(cudaev_loop_t *loop, uint64_t ns, cudaev_future_t **out);
 
 /* A future that completes with f's outcome if f completes within `ns`
  * nanoseconds, else with CUDAEV_ERROR_TIMEOUT when they pass. f is not
@@ -550,7 +550,7 @@ cudaError_t cudaev_timer_future(cudaev_loop_t *loop, uint64_t ns, cudaev_future_
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL f or out) or
  * cudaErrorMemoryAllocation. Ownership: *out is the caller's reference.
  * Thread: any. */
-cudaError_t cudaev_future_timeout(cudaev_future_t *f, uint64_t ns, cudaev_future_t **out);
+cudaError_t cudaev_future_new_timeout(cudaev_future_t *f, uint64_t ns, cudaev_future_t **out);
 
 /* ---- GPU completion sources ---------------------------------------------- */
 /* Each enqueues its work on `stream`, then a completion marker, and returns
@@ -587,12 +587,12 @@ cudaError_t cudaev_future_timeout(cudaev_future_t *f, uint64_t ns, cudaev_future
  * Thread: any. */
 
 /* Everything enqueued on `stream` so far. */
-cudaError_t cudaev_stream_future(cudaev_loop_t *loop, cudaStream_t stream, cudaev_future_t **out);
+cudaError_t cudaev_future_new_stream(cudaev_loop_t *loop, cudaStream_t stream, cudaev_future_t **out);
 
 /* The work captured by the most recent cudaEventRecord of `event` (at the
  * time of this call). Uses an internal stream of the context current on
  * the calling thread (the loop's when none is). */
-cudaError_t cudaev_event_future(cudaev_loop_t *loop, cudaEvent_t event, cudaev_future_t **out);
+cudaError_t cudaev_future_new_event(cudaev_loop_t *loop, cudaEvent_t event, cudaev_future_t **out);
 
 /* cudaMemcpyAsync (kind must be a valid cudaMemcpyKind; addresses are
  * resolved through unified addressing) + completion.
@@ -714,7 +714,7 @@ cudaError_t cudaev_graph_launch_async(cudaev_loop_t *loop, cudaGraphExec_t exec,
  *
  * Returns cudaSuccess, cudaErrorInvalidValue (NULL loop, fn or out), or
  * the error of the enqueue. Thread: any. */
-cudaError_t cudaev_host_func(cudaev_loop_t *loop, cudaStream_t stream, cudaev_host_fn fn,
+cudaError_t cudaev_launch_host_func_async(cudaev_loop_t *loop, cudaStream_t stream, cudaev_host_fn fn,
                              void *user, cudaev_future_t **out);
 
 /* ---- device notifications ------------------------------------------------ */

@@ -17,7 +17,7 @@ __attribute__((constructor)) static void debug_init(void) {
   cudaev__debug = e != NULL && *e != '\0' && strcmp(e, "0") != 0;
 }
 
-/* cudaev_set_log's hook, read and written as one pointer to a pair. */
+/* cudaev_log_set's hook, read and written as one pointer to a pair. */
 struct log_hook {
   cudaev_log_fn fn;
   void *user;
@@ -27,7 +27,7 @@ static struct log_hook log_hooks[2];
 static _Atomic unsigned log_slot;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 
-CUDAEV_EXPORT void cudaev_set_log(cudaev_log_fn fn, void *user) {
+CUDAEV_EXPORT void cudaev_log_set(cudaev_log_fn fn, void *user) {
   /* Two slots, alternated under a lock: a reader holding the old pair
    * sees it whole (a later replacement of the same slot after the next
    * call is the documented limit). */

@@ -167,7 +167,7 @@ static void gpu_fini(struct cudaev_loop *loop) {
     if (had) synced = cudaev__error_from_cu(cudaev__drv.cuCtxSynchronize(NULL));
     cudaev__drv.cuStreamSynchronize(g->internal);
     cudaev__capture_restore(mode);
-    /* Now the GPU is done with what cudaev_future_done waits for. */
+    /* Now the GPU is done with what cudaev_future_new_work_done waits for. */
     cudaev__gpu_done_fini(g, synced);
     cudaev__drv.cuStreamDestroy(g->internal);
     cudaev__gpu_pool_fini(g);

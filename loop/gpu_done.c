@@ -1,4 +1,4 @@
-/* cudaev_future_done for GPU futures: a promise that completes once the
+/* cudaev_future_new_work_done for GPU futures: a promise that completes once the
  * GPU has really passed a future's marker, even if the future was
  * cancelled (cancelling completes the future at once; the GPU work goes
  * on, and its entry stays in the stream's FIFO until the marker passes).

@@ -17,9 +17,9 @@
  *   gpu_stream.c  stream records: hash, idle list, FIFO rings, tracking
  *   gpu_poll.c    a pass: prefetch, completion of runs, the watchdog
  *   gpu_wake.c    before sleeping: the adaptive spin, armed wakeups
- *   gpu_submit.c  cudaev_stream_future and the other submissions
- *   gpu_done.c    cudaev_future_done of a GPU future: the watches
- *   hostfn.c      cudaev_host_func: loop-thread host functions
+ *   gpu_submit.c  cudaev_future_new_stream and the other submissions
+ *   gpu_done.c    cudaev_future_new_work_done of a GPU future: the watches
+ *   hostfn.c      cudaev_launch_host_func_async: loop-thread host functions
  *   notify.c      device notifications (not a future source) */
 #ifndef CUDAEV_GPU_INTERNAL_H
 #define CUDAEV_GPU_INTERNAL_H
@@ -174,7 +174,7 @@ struct cudaev__gpu {
                          while work stayed queued (0: none seen yet) */
   uint64_t next_watchdog;
   uint32_t word_every;
-  /* cudaev_future_done's futures whose markers have not passed yet (loop
+  /* cudaev_future_new_work_done's futures whose markers have not passed yet (loop
    * thread only; few, searched linearly when one passes). */
   struct cudaev__watch *watch;
   uint32_t nwatch, cap_watch;
@@ -187,7 +187,7 @@ struct cudaev__gpu {
   pthread_mutex_t all_mu;
 };
 
-/* A cudaev_future_done waiting for f's marker: g completes when it passes. */
+/* A cudaev_future_new_work_done waiting for f's marker: g completes when it passes. */
 struct cudaev__watch {
   struct cudaev_future *f, *g;
 };

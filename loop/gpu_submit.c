@@ -1,5 +1,5 @@
-/* Submissions onto streams (any thread): cudaev_stream_future,
- * cudaev_event_future and the async memcpy / memset / malloc / launch /
+/* Submissions onto streams (any thread): cudaev_future_new_stream,
+ * cudaev_future_new_event and the async memcpy / memset / malloc / launch /
  * graph-launch variants. Each enqueues the work, then a completion marker
  * chosen per submission (a word, or a pooled event on a stream with our
  * futures outstanding; see gpu.c), and hands the future to the loop. */
@@ -47,7 +47,7 @@ static cudaError_t mark(struct cudaev__sub *s, CUstream stream, cudaev_future_t 
   return cudaSuccess;
 }
 
-CUDAEV_EXPORT cudaError_t cudaev_stream_future(cudaev_loop_t *loop, cudaStream_t stream,
+CUDAEV_EXPORT cudaError_t cudaev_future_new_stream(cudaev_loop_t *loop, cudaStream_t stream,
                                                cudaev_future_t **out) {
   struct cudaev__sub s;
   cudaError_t e = cudaev__sub_begin(&s, loop, (CUstream)stream, out);
@@ -55,7 +55,7 @@ CUDAEV_EXPORT cudaError_t cudaev_stream_future(cudaev_loop_t *loop, cudaStream_t
   return cudaev__sub_end(&s, mark(&s, (CUstream)stream, out));
 }
 
-CUDAEV_EXPORT cudaError_t cudaev_event_future(cudaev_loop_t *loop, cudaEvent_t event,
+CUDAEV_EXPORT cudaError_t cudaev_future_new_event(cudaev_loop_t *loop, cudaEvent_t event,
                                               cudaev_future_t **out) {
   struct cudaev__sub s;
   cudaError_t e = cudaev__sub_begin(&s, loop, NULL, out);
@@ -78,7 +78,7 @@ static bool pageable(const void *p) {
 }
 
 /* A staging buffer, freed once the GPU is done with it (the continuation
- * of cudaev_future_done's future: also after a cancel, or at destroy). */
+ * of cudaev_future_new_work_done's future: also after a cancel, or at destroy). */
 struct stage {
   void *buf, *dst;
   size_t n;
@@ -115,12 +115,12 @@ static void d2h_done(cudaev_future_t *g, cudaError_t status, void *user) {
   stage_free(st);
 }
 
-/* Hands st to the continuation of cudaev_future_done(f); on failure waits
+/* Hands st to the continuation of cudaev_future_new_work_done(f); on failure waits
  * for the stream (a rare error path) and frees it. */
 static void stage_after(struct stage *st, struct cudaev_future *f, CUstream stream,
                         cudaev_future_cb cb) {
   cudaev_future_t *g = NULL;
-  if (cudaev_future_done(f, &g) == cudaSuccess && cudaev_future_then(g, cb, st) == cudaSuccess) {
+  if (cudaev_future_new_work_done(f, &g) == cudaSuccess && cudaev_future_then(g, cb, st) == cudaSuccess) {
     cudaev_future_release(g);
     return;
   }

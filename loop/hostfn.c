@@ -1,4 +1,4 @@
-/* Loop-thread host functions (cudaev_host_func): a stream waits at a gate
+/* Loop-thread host functions (cudaev_launch_host_func_async): a stream waits at a gate
  * that only the loop opens, after it has run fn on the loop thread, so fn
  * may call CUDA (docs/design.md, "Loop-thread host functions", says what it
  * must not call). The loop side (running fn, opening the gate) is in
@@ -33,7 +33,7 @@ static void CUDA_CB gate_fn(void *arg) {
   cudaev__hgate_release(hg);
 }
 
-/* Event path of cudaev_host_func: on the stream,
+/* Event path of cudaev_launch_host_func_async: on the stream,
  *   launchHostFunc(gate_fn: reached = 1, wake, block until open); record(ev)
  * The loop sees `reached`, runs fn, sets `open`; the pooled event completes
  * the user's future once the stream has passed. While gate_fn blocks, the
@@ -108,7 +108,7 @@ static cudaError_t host_func_events(struct cudaev_loop *loop, struct cudaev__gpu
  *   write(sig = tagT); launchHostFunc(wake); wait(gate == tagT); write(fin = tagF)
  * The loop sees `sig`, runs fn, opens `gate`; `fin` completes the user's
  * future once the stream has passed. */
-CUDAEV_EXPORT cudaError_t cudaev_host_func(cudaev_loop_t *loop, cudaStream_t stream,
+CUDAEV_EXPORT cudaError_t cudaev_launch_host_func_async(cudaev_loop_t *loop, cudaStream_t stream,
                                            cudaev_host_fn fn, void *user, cudaev_future_t **out) {
   struct cudaev__sub s;
   cudaError_t e = cudaev__sub_begin(&s, loop, (CUstream)stream, out);

@@ -259,7 +259,7 @@ CUDAEV_EXPORT int cudaev_loop_fd(cudaev_loop_t *loop) {
   return loop->waker->fd;
 }
 
-CUDAEV_EXPORT int cudaev_loop_timeout(cudaev_loop_t *loop) {
+CUDAEV_EXPORT int cudaev_loop_prepare(cudaev_loop_t *loop) {
   if (loop == NULL) return -1;
   uint64_t t = cudaev__loop_before_sleep(loop);
   if (t == UINT64_MAX) return -1;
@@ -269,7 +269,7 @@ CUDAEV_EXPORT int cudaev_loop_timeout(cudaev_loop_t *loop) {
 
 /* Push-style deadline (curl's CURLMOPT_TIMERFUNCTION): after a pass, the
  * sources' before_sleep (spin, arm wakeups, nearest deadline) as the
- * application would call cudaev_loop_timeout before blocking; the callback
+ * application would call cudaev_loop_prepare before blocking; the callback
  * hears when the absolute deadline moved. */
 static void tell_timer(struct cudaev_loop *loop) {
   uint64_t t = cudaev__loop_before_sleep(loop);
@@ -308,7 +308,7 @@ CUDAEV_EXPORT void cudaev_loop_process(cudaev_loop_t *loop) {
   if (was == NULL) atomic_store_explicit(&loop->driver, NULL, memory_order_release);
 }
 
-CUDAEV_EXPORT int64_t cudaev_loop_timeout_ns(cudaev_loop_t *loop) {
+CUDAEV_EXPORT int64_t cudaev_loop_prepare_ns(cudaev_loop_t *loop) {
   if (loop == NULL) return -1;
   uint64_t t = cudaev__loop_before_sleep(loop);
   return t > INT64_MAX ? -1 : (int64_t)t;

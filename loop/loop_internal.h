@@ -39,7 +39,7 @@ void cudaev__free(void *p, size_t size);
 extern bool cudaev__debug;
 /* Prints "cudaev: msg" on stderr and aborts. Thread: any. */
 _Noreturn void cudaev__die(const char *msg);
-/* Hands "cudaev: msg" to the application's log hook (cudaev_set_log), or
+/* Hands "cudaev: msg" to the application's log hook (cudaev_log_set), or
  * writes it on stderr when there is none. Thread: any. */
 void cudaev__log(int level, const char *msg);
 struct cudaev_future;
@@ -101,7 +101,7 @@ enum cudaev__fkind {
   CUDAEV__K_HOSTFN, /* internal: the loop-thread host function trigger */
   CUDAEV__K_TIMER,  /* completes at a deadline (loop/timer.c) */
   /* A promise only the library completes (cudaev__relay_new): the *out of
-   * cudaev_future_then_chain, of cudaev_future_done and of a staged
+   * cudaev_future_then_chain, of cudaev_future_new_work_done and of a staged
    * device-to-host copy. A kind of its own so that cudaev_promise_set
    * refuses it: set by the application it would inject an outcome. */
   CUDAEV__K_RELAY,
@@ -140,7 +140,7 @@ struct cudaev_future {
   uint8_t kind;              /* cudaev__fkind */
   uint8_t fired : 1;         /* loop only: continuations ran */
   uint8_t passed : 1;        /* loop only, GPU: its stream passed its marker */
-  uint8_t watched : 1;       /* loop only, GPU: a cudaev_future_done waits for it */
+  uint8_t watched : 1;       /* loop only, GPU: a cudaev_future_new_work_done waits for it */
   uint8_t counted : 1;       /* GPU: counted in its stream's backlog slot */
   uint8_t flush : 1;         /* GPU: the loop's own tail marker (no user) */
   uint8_t solo : 1;          /* GPU/HOSTFN: its marker was enqueued while
@@ -205,7 +205,7 @@ struct cudaev_future *cudaev__future_new(struct cudaev_loop *loop, int kind);
  * reference and the loop's (dropped when it fires); complete it with
  * cudaev__future_try_complete. `listed`: registered on the loop's pending
  * list, as cudaev_promise_new's (counted, failed by destroy); unlisted,
- * the caller completes it even through a destroy (cudaev_future_done's,
+ * the caller completes it even through a destroy (cudaev_future_new_work_done's,
  * after the GPU's writes). NULL when out of memory. Thread: any. */
 struct cudaev_future *cudaev__relay_new(struct cudaev_loop *loop, bool listed);
 
@@ -272,7 +272,7 @@ struct cudaev__source_ops {
    * needs (the loop's CUDA context); returns whether leave must undo it. */
   bool (*enter)(struct cudaev_loop *loop);
   void (*leave)(struct cudaev_loop *loop, bool entered);
-  /* Thread: any. cudaev_future_done for f: completes g (a promise not on
+  /* Thread: any. cudaev_future_new_work_done for f: completes g (a promise not on
    * the pending list, with a reference of its own) once f's work has
    * really finished, even if f was cancelled. NULL: when f completes. */
   cudaError_t (*done)(struct cudaev_future *f, struct cudaev_future *g);

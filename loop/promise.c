@@ -1,5 +1,5 @@
 /* Promises (cudaev_promise_*), the library's relays, the when_all /
- * when_any combinators (cudaev_when_*) and cudaev_future_done: the futures
+ * when_any combinators (cudaev_when_*) and cudaev_future_new_work_done: the futures
  * that complete by a call, not by a device. They are kept on the loop's
  * pending list only so that a destroy can fail them: that list is this
  * file's source (cudaev__source_promise).
@@ -76,7 +76,7 @@ static void done_cb(cudaev_future_t *f, cudaError_t status, void *user) {
   cudaev_future_release(user); /* the watcher's */
 }
 
-CUDAEV_EXPORT cudaError_t cudaev_future_done(cudaev_future_t *f, cudaev_future_t **out) {
+CUDAEV_EXPORT cudaError_t cudaev_future_new_work_done(cudaev_future_t *f, cudaev_future_t **out) {
   if (out != NULL) *out = NULL;
   if (f == NULL || out == NULL || f->kind == CUDAEV__K_HOSTFN) return cudaErrorInvalidValue;
   /* A promise the pending list does not hold: destroy fails promises
@@ -225,17 +225,17 @@ static cudaError_t combine(cudaev_loop_t *loop, cudaev_future_t *const *fs, size
   return cudaSuccess;
 }
 
-CUDAEV_EXPORT cudaError_t cudaev_when_all(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
+CUDAEV_EXPORT cudaError_t cudaev_future_new_all(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
                                           cudaev_future_t **out) {
   return combine(loop, fs, n, out, CUDAEV__K_ALL);
 }
 
-CUDAEV_EXPORT cudaError_t cudaev_when_any(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
+CUDAEV_EXPORT cudaError_t cudaev_future_new_any(cudaev_loop_t *loop, cudaev_future_t *const *fs, size_t n,
                                           cudaev_future_t **out) {
   return combine(loop, fs, n, out, CUDAEV__K_ANY);
 }
 
-CUDAEV_EXPORT size_t cudaev_when_any_index(const cudaev_future_t *f) {
+CUDAEV_EXPORT size_t cudaev_future_any_index(const cudaev_future_t *f) {
   if (f == NULL || f->kind != CUDAEV__K_ANY || !cudaev_future_ready(f)) return (size_t)-1;
   return (size_t)f->u.index;
 }

@@ -1,10 +1,10 @@
 /* The timer source: futures that complete at a deadline
- * (cudaev_timer_future) and deadlines on other futures
- * (cudaev_future_timeout). Pending timers sit in a binary min-heap by
+ * (cudaev_future_new_timer) and deadlines on other futures
+ * (cudaev_future_new_timeout). Pending timers sit in a binary min-heap by
  * deadline (the loop thread's only); a pass completes those whose deadline
  * passed, and before the loop sleeps the nearest deadline bounds how long
  * it may (thread mode's ppoll, ev mode's ev_timer, foreign mode's
- * cudaev_loop_timeout all come from cudaev__loop_before_sleep). A timer
+ * cudaev_loop_prepare all come from cudaev__loop_before_sleep). A timer
  * completed early (cancelled) leaves the heap when it fires (untrack). */
 #include "loop_internal.h"
 
@@ -150,7 +150,7 @@ const struct cudaev__source_ops cudaev__source_timer = {
 
 /* ---- public -------------------------------------------------------------- */
 
-CUDAEV_EXPORT cudaError_t cudaev_timer_future(cudaev_loop_t *loop, uint64_t ns,
+CUDAEV_EXPORT cudaError_t cudaev_future_new_timer(cudaev_loop_t *loop, uint64_t ns,
                                               cudaev_future_t **out) {
   if (out != NULL) *out = NULL;
   if (loop == NULL || out == NULL) return cudaErrorInvalidValue;
@@ -165,7 +165,7 @@ CUDAEV_EXPORT cudaError_t cudaev_timer_future(cudaev_loop_t *loop, uint64_t ns,
   return cudaSuccess;
 }
 
-/* cudaev_future_timeout: g completes with the input's outcome, or with
+/* cudaev_future_new_timeout: g completes with the input's outcome, or with
  * CUDAEV_ERROR_TIMEOUT when the timer wins; whichever comes second finds g
  * done. The block lives until both continuations ran. */
 struct timeout_block {
@@ -193,16 +193,16 @@ static void timer_done(cudaev_future_t *t, cudaError_t status, void *user) {
   timeout_block_done(b);
 }
 
-CUDAEV_EXPORT cudaError_t cudaev_future_timeout(cudaev_future_t *f, uint64_t ns,
+CUDAEV_EXPORT cudaError_t cudaev_future_new_timeout(cudaev_future_t *f, uint64_t ns,
                                                 cudaev_future_t **out) {
   if (out != NULL) *out = NULL;
   if (f == NULL || out == NULL) return cudaErrorInvalidValue;
-  CUDAEV__CHECK_LIVE(f, "cudaev_future_timeout");
+  CUDAEV__CHECK_LIVE(f, "cudaev_future_new_timeout");
   if (f->kind == CUDAEV__K_HOSTFN) return cudaErrorInvalidValue;
   struct cudaev_loop *loop = f->loop;
   struct timeout_block *b = cudaev__alloc(sizeof *b);
   if (b == NULL) return cudaErrorMemoryAllocation;
-  cudaError_t e = cudaev_timer_future(loop, ns, &b->timer);
+  cudaError_t e = cudaev_future_new_timer(loop, ns, &b->timer);
   if (e != cudaSuccess) {
     cudaev__free(b, sizeof *b);
     return e;

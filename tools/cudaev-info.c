@@ -179,7 +179,7 @@ static cudaError_t gpu_future(double *us) {
   e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   if (e == cudaSuccess) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    e = cudaev_stream_future(l, s, &f);
+    e = cudaev_future_new_stream(l, s, &f);
     if (e == cudaSuccess) e = cudaev_future_wait(f, 5000000000LL);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     *us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;

@@ -1,7 +1,7 @@
 /* The GPU backend: per device the weights (gpu.c), one slot per stream with
  * its cuBLAS handle and pinned staging, and one foreign-mode cudaev loop for
  * the device's context. A batch is gpu_enqueue (plain cudart + cuBLAS, the
- * twin's code) followed by cudaev_stream_future: the future completes when
+ * twin's code) followed by cudaev_future_new_stream: the future completes when
  * the stream has passed the copy out, on the loop thread.
  *
  * After a fault the context is gone for good (a sticky error): close
@@ -87,7 +87,7 @@ static cudaError_t gpu_submit(struct slot *slot, cudaev_future_t **out) {
   struct gpu_slot *gs = slot->priv;
   cudaError_t e = gpu_enqueue(gs, &st->g, &slot->dev->srv->model, slot->n, slot->fault);
   if (e != cudaSuccess) return e;
-  return cudaev_stream_future(slot->dev->loop, gs->stream, out);
+  return cudaev_future_new_stream(slot->dev->loop, gs->stream, out);
 }
 
 static uint64_t gpu_batch_ns(struct slot *slot) {

@@ -18,12 +18,12 @@ static void on_timer(struct ev_loop *evl, ev_timer *w, int revents) {
 }
 
 /* libev calls prepare watchers right before it blocks: the moment at which
- * cudaev_loop_timeout must be asked (it may spin briefly and arms the GPU
+ * cudaev_loop_prepare must be asked (it may spin briefly and arms the GPU
  * wakeups that make the fd readable). */
 static void on_prepare(struct ev_loop *evl, ev_prepare *w, int revents) {
   struct evdrive *d = w->data;
   (void)revents;
-  int ms = cudaev_loop_timeout(d->loop);
+  int ms = cudaev_loop_prepare(d->loop);
   ev_timer_stop(evl, &d->timer);
   if (ms >= 0) {
     ev_timer_set(&d->timer, ms / 1000.0, 0.);

@@ -11,7 +11,7 @@
  *
  * The three rules of foreign mode (docs/integrations.md), as watchers:
  *   ev_io      on cudaev_loop_fd()          -> cudaev_loop_process()
- *   ev_prepare (libev is about to block)    -> t = cudaev_loop_timeout();
+ *   ev_prepare (libev is about to block)    -> t = cudaev_loop_prepare();
  *                                              ev_timer in t ms (0: at once)
  *   ev_timer                                -> cudaev_loop_process()
  * After each process the `after` hook runs (the service runs MHD there, so

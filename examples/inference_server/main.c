@@ -43,13 +43,13 @@ enum {
 static pthread_mutex_t restart_mu = PTHREAD_MUTEX_INITIALIZER;
 static char restart_pending[160];
 
-/* cudaev_loop_timeout may spin (up to the loop's spin limit) for a GPU
+/* cudaev_loop_prepare may spin (up to the loop's spin limit) for a GPU
  * completion that is about to come, which saves the wakeup's latency when
  * the thread has nothing else to do. Here it often has: while HTTP traffic
  * arrives, every microsecond spun is one a request waits. So the device
  * loops spin only in passes that follow a quiet one (no MHD event since the
  * last). Runs first among the prepare watchers (highest priority), before
- * the evdrive ones ask cudaev_loop_timeout. */
+ * the evdrive ones ask cudaev_loop_prepare. */
 static void on_spin_policy(struct ev_loop *evl, ev_prepare *w, int revents) {
   struct server *s = w->data;
   (void)evl, (void)revents;

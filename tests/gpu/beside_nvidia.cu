@@ -83,9 +83,9 @@ static void stream_case(cudaev_loop_t *loop, cudaStream_t s, int *counter, const
   cudaDeviceSynchronize();
   spin_add<<<1, 1, 0, s>>>(counter, SPIN);
   cudaev_future_t *f = nullptr;
-  cudaError_t e = cudaev_stream_future(loop, s, &f);
+  cudaError_t e = cudaev_future_new_stream(loop, s, &f);
   if (e != cudaSuccess) {
-    check(false, what, "cudaev_stream_future " + name(e));
+    check(false, what, "cudaev_future_new_stream " + name(e));
     return;
   }
   int early = cudaev_future_ready(f);
@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
     spin_add<<<1, 1, 0, s>>>(counter, SPIN);
     cudaEventRecord(ev0, s);
     cudaev_future_t *f = nullptr;
-    cudaError_t r = cudaev_event_future(loop, ev0, &f);
+    cudaError_t r = cudaev_future_new_event(loop, ev0, &f);
     cudaError_t w = r == cudaSuccess ? cudaev_future_wait(f, WAIT) : r;
     check(w == cudaSuccess && cudaEventQuery(ev0) == cudaSuccess, "an event of NVIDIA's runtime",
           name(w));
@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
   {
     cudaev_future_t *f = nullptr;
     spin_add<<<1, 1, 0, s>>>(counter, SPIN);
-    cudaError_t r = cudaev_host_func(loop, s, host_fn, nullptr, &f);
+    cudaError_t r = cudaev_launch_host_func_async(loop, s, host_fn, nullptr, &f);
     cudaError_t w = r == cudaSuccess ? cudaev_future_wait(f, WAIT) : r;
     check(w == cudaSuccess && host_fn_calls == 1 && !pthread_equal(host_fn_thread, pthread_self()),
           "a loop-thread host function on NVIDIA's stream", name(w));

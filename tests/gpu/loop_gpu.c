@@ -49,7 +49,7 @@ static void test_sources(cudaev_loop_t *loop, const char *label) {
   /* stream: everything enqueued so far (a 20 ms kernel) */
   uint64_t t0 = now_ns();
   lc_spin_on(s, 20000000ull);
-  CHECK_EQ_ERR(cudaev_stream_future(loop, (cudaStream_t)s, &f), cudaSuccess);
+  CHECK_EQ_ERR(cudaev_future_new_stream(loop, (cudaStream_t)s, &f), cudaSuccess);
   struct on_thread o = {0};
   cudaev_future_then(f, note_thread, &o);
   CHECK_EQ_ERR(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
@@ -63,11 +63,11 @@ static void test_sources(cudaev_loop_t *loop, const char *label) {
   LC_CU(d_cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
   lc_spin_on(s, 5000000ull);
   LC_CU(d_cuEventRecord(ev, s));
-  CHECK_EQ_ERR(cudaev_event_future(loop, (cudaEvent_t)ev, &f), cudaSuccess);
+  CHECK_EQ_ERR(cudaev_future_new_event(loop, (cudaEvent_t)ev, &f), cudaSuccess);
   CHECK_EQ_ERR(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
   CHECK(d_cuStreamQuery(s) == CUDA_SUCCESS);
   cudaev_future_release(f);
-  CHECK_EQ_ERR(cudaev_event_future(loop, NULL, &f), cudaErrorInvalidResourceHandle);
+  CHECK_EQ_ERR(cudaev_future_new_event(loop, NULL, &f), cudaErrorInvalidResourceHandle);
   CHECK(f == NULL);
   cudaGetLastError();
 
@@ -113,7 +113,7 @@ static void test_sources(cudaev_loop_t *loop, const char *label) {
                                               (cudaStream_t)ss[i], &all[k * NS + i]),
                    cudaSuccess);
   cudaev_future_t *w;
-  CHECK_EQ_ERR(cudaev_when_all(loop, all, NS * PER, &w), cudaSuccess);
+  CHECK_EQ_ERR(cudaev_future_new_all(loop, all, NS * PER, &w), cudaSuccess);
   CHECK_EQ_ERR(cudaev_future_wait(w, 20 * SEC), cudaSuccess);
   for (int i = 0; i < NS * PER; i++) {
     CHECK_EQ_ERR(cudaev_future_result(all[i]), cudaSuccess);
@@ -125,7 +125,7 @@ static void test_sources(cudaev_loop_t *loop, const char *label) {
 
   /* cancel a pending GPU future: the waiter detaches, the work goes on */
   lc_spin_on(s, 50000000ull);
-  CHECK_EQ_ERR(cudaev_stream_future(loop, (cudaStream_t)s, &f), cudaSuccess);
+  CHECK_EQ_ERR(cudaev_future_new_stream(loop, (cudaStream_t)s, &f), cudaSuccess);
   CHECK(cudaev_future_cancel(f) == 1);
   CHECK_EQ_ERR(cudaev_future_wait(f, 0), CUDAEV_ERROR_CANCELLED);
   cudaev_future_release(f);
@@ -163,7 +163,7 @@ static void test_host_func(cudaev_loop_t *loop, const char *label) {
   LC_CU(d_cuMemsetD32(h.buf, 7, 1));
   lc_spin_on(s, 10000000ull);
   cudaev_future_t *f;
-  CHECK_EQ_ERR(cudaev_host_func(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
+  CHECK_EQ_ERR(cudaev_launch_host_func_async(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
   /* Enqueued after the host function: must see its write. */
   unsigned v = 0;
   CUdeviceptr hv;
@@ -236,7 +236,7 @@ static void test_foreign_gpu(void) {
   LC_CU(d_cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   lc_spin_on(s, 30000000ull); /* long enough that the loop must sleep */
   cudaev_future_t *f;
-  CHECK_EQ_ERR(cudaev_stream_future(loop, (cudaStream_t)s, &f), cudaSuccess);
+  CHECK_EQ_ERR(cudaev_future_new_stream(loop, (cudaStream_t)s, &f), cudaSuccess);
   atomic_int flag = 0;
   cudaev_future_then(f, set_flag, &flag);
   int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -245,7 +245,7 @@ static void test_foreign_gpu(void) {
   uint64_t t0 = now_ns();
   int wakeups = 0;
   while (!atomic_load(&flag) && now_ns() - t0 < 5 * (uint64_t)SEC) {
-    int to = cudaev_loop_timeout(loop);
+    int to = cudaev_loop_prepare(loop);
     struct epoll_event got;
     if (epoll_wait(ep, &got, 1, to) > 0) wakeups++;
     cudaev_loop_process(loop);
@@ -285,11 +285,11 @@ static int fault_child(void) {
   for (int i = 0; i < 3; i++) LC_CU(d_cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
   cudaev_future_t *f[5];
   lc_spin_on(s[1], 5000000000ull); /* 5 s: must not be waited for */
-  LC_RT(cudaev_stream_future(loop, (cudaStream_t)s[1], &f[0]));
+  LC_RT(cudaev_future_new_stream(loop, (cudaStream_t)s[1], &f[0]));
   lc_spin_on(s[2], 5000000000ull);
   struct hf h = {0};
   LC_CU(d_cuMemAlloc(&h.buf, 4));
-  LC_RT(cudaev_host_func(loop, (cudaStream_t)s[2], host_fn, &h, &f[1]));
+  LC_RT(cudaev_launch_host_func_async(loop, (cudaStream_t)s[2], host_fn, &h, &f[1]));
   cudaev_future_t *p;
   LC_RT(cudaev_promise_new(loop, &p)); /* not GPU: must stay pending */
   lc_spin_on(s[0], 100000000ull);      /* 100 ms, then the fault */
@@ -297,8 +297,8 @@ static int fault_child(void) {
   void *args[] = {&bad};
   LC_RT(cudaev_launch_cufunc_async(loop, lc_fault, lc_dim(1), lc_dim(1), args, 0,
                                    (cudaStream_t)s[0], &f[2]));
-  LC_RT(cudaev_stream_future(loop, (cudaStream_t)s[0], &f[3]));
-  LC_RT(cudaev_when_all(loop, f, 4, &f[4]));
+  LC_RT(cudaev_future_new_stream(loop, (cudaStream_t)s[0], &f[3]));
+  LC_RT(cudaev_future_new_all(loop, f, 4, &f[4]));
   uint64_t t0 = now_ns();
   cudaError_t e = cudaev_future_wait(f[4], 3 * SEC);
   double s_el = (double)(now_ns() - t0) / 1e9;

@@ -121,19 +121,19 @@ int main(void) {
     if (i % 4 == 3) {
       /* The NULL stream of the context current on this thread. */
       LC_CU(d_cuLaunchKernel(k->spin, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
-      LC_RT(cudaev_stream_future(loop, NULL, &f[i]));
+      LC_RT(cudaev_future_new_stream(loop, NULL, &f[i]));
     } else if (i % 2) {
       LC_RT(cudaev_launch_cufunc_async(loop, (struct CUfunc_st *)k->spin, lc_dim(1), lc_dim(1),
                                        args, 0, (cudaStream_t)k->s, &f[i]));
     } else {
       LC_CU(d_cuLaunchKernel(k->spin, 1, 1, 1, 1, 1, 1, 0, k->s, args, NULL));
-      LC_RT(cudaev_stream_future(loop, (cudaStream_t)k->s, &f[i]));
+      LC_RT(cudaev_future_new_stream(loop, (cudaStream_t)k->s, &f[i]));
     }
     LC_CU(c_cuCtxPopCurrent(&popped));
     LC_RT(cudaev_future_then(f[i], on_done, &r[i]));
   }
   cudaev_future_t *all;
-  LC_RT(cudaev_when_all(loop, f, N, &all));
+  LC_RT(cudaev_future_new_all(loop, f, N, &all));
   CHECK(cudaev_future_wait(all, 60 * SEC) == cudaSuccess);
   for (int i = 0; i < N; i++)
     for (int j = 0; j < 5000 && atomic_load(&r[i].n) == 0; j++) usleep(1000);
@@ -152,7 +152,7 @@ int main(void) {
   /* A loop-thread host function of the second context. */
   struct hf_seen h = {NULL};
   cudaev_future_t *hf;
-  LC_RT(cudaev_host_func(loop, (cudaStream_t)g[1].s, host_fn, &h, &hf));
+  LC_RT(cudaev_launch_host_func_async(loop, (cudaStream_t)g[1].s, host_fn, &h, &hf));
   CHECK(cudaev_future_wait(hf, 10 * SEC) == cudaSuccess);
   CHECK(h.c == g[1].c);
   cudaev_future_release(hf);

@@ -39,7 +39,7 @@ static void *wait_main(void *arg) {
 static void resubmit_cb(cudaev_future_t *f, cudaError_t s, void *user) {
   (void)s;
   cudaev_future_t *g = NULL;
-  cudaError_t e = cudaev_stream_future(cudaev_future_loop(f), (cudaStream_t)user, &g);
+  cudaError_t e = cudaev_future_new_stream(cudaev_future_loop(f), (cudaStream_t)user, &g);
   if (e == cudaSuccess && g != NULL)
     cudaev_future_release(g);
   else if (e == CUDAEV_ERROR_LOOP_DESTROYED && g == NULL)
@@ -57,7 +57,7 @@ static void round_once(unsigned r) {
     /* 20-400 us of work before each marker: words first, then events
      * behind the futures outstanding on the stream. */
     lc_spin_on(s, 20000ull + (r * 7919u + (unsigned)i * 104729u) % 380000u);
-    LC_RT(cudaev_stream_future(loop, (cudaStream_t)s, &f[i]));
+    LC_RT(cudaev_future_new_stream(loop, (cudaStream_t)s, &f[i]));
     if (i % 4 == 0) LC_RT(cudaev_future_then(f[i], resubmit_cb, s));
   }
   struct waiter w[WAITERS];
@@ -81,10 +81,10 @@ static void stats(void) {
   cudaev_future_t *f[N];
   for (int i = 0; i < N; i++) {
     lc_spin_on(streams[i % 2], 10000);
-    LC_RT(cudaev_stream_future(loop, (cudaStream_t)streams[i % 2], &f[i]));
+    LC_RT(cudaev_future_new_stream(loop, (cudaStream_t)streams[i % 2], &f[i]));
   }
   cudaev_future_t *all;
-  LC_RT(cudaev_when_all(loop, f, N, &all));
+  LC_RT(cudaev_future_new_all(loop, f, N, &all));
   CHECK(cudaev_future_wait(all, 10000000000LL) == cudaSuccess);
   struct cudaev_loop_stats st;
   /* The last completions are counted at the end of their pass. */

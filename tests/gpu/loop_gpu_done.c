@@ -1,6 +1,6 @@
-/* GPU test of cudaev_future_done: a future over a long kernel followed by
+/* GPU test of cudaev_future_new_work_done: a future over a long kernel followed by
  * a kernel that writes a buffer (pinned, mapped host memory) is cancelled;
- * the future from cudaev_future_done must complete only after the GPU
+ * the future from cudaev_future_new_work_done must complete only after the GPU
  * wrote the buffer, so that a continuation may free it. Both markers (a
  * completion word, and a pooled event behind an outstanding future), and
  * loop destroy with the watch pending. Linked with our libcudart.so.13
@@ -33,7 +33,7 @@ static cudaev_future_t *long_write(cudaev_loop_t *loop, CUstream s, CUdeviceptr 
   void *args[] = {&dbuf, &v};
   LC_CU(d_cuLaunchKernel(lc_mark_rel, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
   cudaev_future_t *f;
-  LC_RT(cudaev_stream_future(loop, (cudaStream_t)s, &f));
+  LC_RT(cudaev_future_new_stream(loop, (cudaStream_t)s, &f));
   return f;
 }
 
@@ -41,10 +41,10 @@ static void one(cudaev_loop_t *loop, CUstream s, uint32_t *buf, CUdeviceptr dbuf
                 bool destroy) {
   cudaev_future_t *first = NULL, *f, *g;
   *buf = 0;
-  if (backlog) LC_RT(cudaev_stream_future(loop, (cudaStream_t)s, &first));
+  if (backlog) LC_RT(cudaev_future_new_stream(loop, (cudaStream_t)s, &first));
   f = long_write(loop, s, dbuf, 7);
   CHECK(cudaev_future_cancel(f) == 1);
-  LC_RT(cudaev_future_done(f, &g));
+  LC_RT(cudaev_future_new_work_done(f, &g));
   struct watch w = {.buf = buf};
   LC_RT(cudaev_future_then(g, free_cb, &w));
   CHECK(__atomic_load_n(buf, __ATOMIC_ACQUIRE) == 0); /* still spinning */

@@ -72,9 +72,9 @@ def main():
 
     def await_stream(handle, what):
         f = ctypes.c_void_p()
-        r = ev.cudaev_stream_future(loop, ctypes.c_void_p(handle), ctypes.byref(f))
+        r = ev.cudaev_future_new_stream(loop, ctypes.c_void_p(handle), ctypes.byref(f))
         if r != 0:
-            check(False, what, "cudaev_stream_future " + name(r))
+            check(False, what, "cudaev_future_new_stream " + name(r))
             return
         early = ev.cudaev_future_ready(f)
         w = ev.cudaev_future_wait(f, ctypes.c_int64(10 * 10**9))
@@ -100,7 +100,7 @@ def main():
         c = a @ a
         e0.record(s)
     f = ctypes.c_void_p()
-    r = ev.cudaev_event_future(loop, ctypes.c_void_p(e0.cuda_event), ctypes.byref(f))
+    r = ev.cudaev_future_new_event(loop, ctypes.c_void_p(e0.cuda_event), ctypes.byref(f))
     w = ev.cudaev_future_wait(f, ctypes.c_int64(10 * 10**9)) if r == 0 else r
     check(w == 0 and e0.query(), "a torch.cuda.Event", name(w))
     if r == 0:
@@ -111,7 +111,7 @@ def main():
 
     def waiter(handle):
         g = ctypes.c_void_p()
-        ev.cudaev_stream_future(loop, ctypes.c_void_p(handle), ctypes.byref(g))
+        ev.cudaev_future_new_stream(loop, ctypes.c_void_p(handle), ctypes.byref(g))
         box["w"] = ev.cudaev_future_wait(g, ctypes.c_int64(10 * 10**9))
         ev.cudaev_future_release(g)
 

@@ -103,8 +103,8 @@ int main(int argc, char **argv) {
   cudaev_future_t *f[6] = {NULL};
   for (int i = 0; i < 3; i++) {
     if (loops[i] == NULL) continue;
-    CHECK(cudaev_timer_future(loops[i], 1000000000, &f[2 * i]) == cudaSuccess);
-    CHECK(cudaev_stream_future(loops[i], s, &f[2 * i + 1]) == cudaSuccess);
+    CHECK(cudaev_future_new_timer(loops[i], 1000000000, &f[2 * i]) == cudaSuccess);
+    CHECK(cudaev_future_new_stream(loops[i], s, &f[2 * i + 1]) == cudaSuccess);
   }
 
   fflush(stdout);

@@ -12,7 +12,7 @@
  * value for type 'cudaError'").
  *
  * The runs: a promise set with each CUDA error and each of our outcomes,
- * cancel, a timeout through cudaev_future_timeout and through
+ * cancel, a timeout through cudaev_future_new_timeout and through
  * cudaev_future_wait, when_all passing an outcome on, a loop destroyed with
  * a future pending, and CUDAEV_ERROR_NO_LIBEV. Each outcome is stored in
  * and loaded from cudaError_t variables (the continuation's, the test's),
@@ -137,12 +137,12 @@ static void timeouts(cudaev_loop_t *loop) {
   cudaError_t w = cudaev_future_wait(p, 1000000);
   CHECK(w == CUDAEV_ERROR_TIMEOUT, "wait's timeout gave %d", (int)w);
   CHECK(!cudaev_future_ready(p), "wait's timeout left the future pending");
-  CHECK(cudaev_future_timeout(p, 1000000, &g) == cudaSuccess, "timeout");
+  CHECK(cudaev_future_new_timeout(p, 1000000, &g) == cudaSuccess, "timeout");
   seen s = {cudaSuccess, 0};
   cudaev_future_then(g, record, &s);
   drive(loop, g);
   cudaError_t r = cudaev_future_result(g);
-  CHECK(r == CUDAEV_ERROR_TIMEOUT, "cudaev_future_timeout gave %d", (int)r);
+  CHECK(r == CUDAEV_ERROR_TIMEOUT, "cudaev_future_new_timeout gave %d", (int)r);
   CHECK(s.calls == 1 && s.status == CUDAEV_ERROR_TIMEOUT, "timeout: saw %d", (int)s.status);
   /* The deadline's future is no promise: setting it is refused. */
   cudaError_t set = cudaev_promise_set(g, cudaSuccess);
@@ -157,7 +157,7 @@ static void when_all_passes_outcomes_on(cudaev_loop_t *loop) {
   cudaev_future_t *in[2] = {NULL, NULL}, *all = NULL;
   cudaev_promise_new(loop, &in[0]);
   cudaev_promise_new(loop, &in[1]);
-  CHECK(cudaev_when_all(loop, in, 2, &all) == cudaSuccess, "when_all");
+  CHECK(cudaev_future_new_all(loop, in, 2, &all) == cudaSuccess, "when_all");
   cudaev_future_cancel(in[1]);
   cudaev_promise_set(in[0], cudaSuccess);
   drive(loop, all);

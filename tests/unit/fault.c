@@ -844,10 +844,10 @@ static void sc_loop(void) {
   void *d = NULL;
   C(cudaMalloc(&d, 64));
   cudaev_future_t *f[4] = {NULL, NULL, NULL, NULL};
-  C(cudaev_stream_future(loop, s, &f[0]));
+  C(cudaev_future_new_stream(loop, s, &f[0]));
   C(cudaev_memset_async(loop, d, 0, 64, s, &f[1]));
   C(cudaev_memcpy_async(loop, d, d, 64, cudaMemcpyDeviceToDevice, s, &f[2]));
-  C(cudaev_stream_future(loop, s, &f[3]));
+  C(cudaev_future_new_stream(loop, s, &f[3]));
   for (int i = 0; i < 4; i++)
     if (f[i] != NULL) C(cudaev_future_then(f[i], on_done, (void *)(intptr_t)i));
   for (int i = 0; i < 4; i++)
@@ -1486,9 +1486,9 @@ static void sc_loop2(void) {
   C(cudaev_malloc_async(loop, &m, 64, s, &f[1]));
   C(cudaev_memcpy_async(loop, d, pageable, 64, cudaMemcpyHostToDevice, s, &f[2]));
   C(cudaev_memcpy_async(loop, pageable, d, 64, cudaMemcpyDeviceToHost, s, &f[3]));
-  C(cudaev_host_func(loop, s, loop_host_fn, NULL, &f[4]));
+  C(cudaev_launch_host_func_async(loop, s, loop_host_fn, NULL, &f[4]));
   if (ev != NULL) C(cudaEventRecord(ev, s));
-  if (ev != NULL) C(cudaev_event_future(loop, ev, &f[5]));
+  if (ev != NULL) C(cudaev_future_new_event(loop, ev, &f[5]));
   if (x != NULL) C(cudaev_graph_launch_async(loop, x, s, &f[6]));
   C(cudaev_launch_cufunc_async(loop, (struct CUfunc_st *)&kernel_stub, one, one, args, 0, s,
                                &f[7]));
@@ -1512,7 +1512,7 @@ static void sc_loop_stall(void) {
   C(cudaStreamCreate(&s));
   atomic_store(&stalled, 1);
   cudaev_future_t *f[3] = {NULL};
-  for (int i = 0; i < 3; i++) C(cudaev_stream_future(loop, s, &f[i]));
+  for (int i = 0; i < 3; i++) C(cudaev_future_new_stream(loop, s, &f[i]));
   for (int i = 0; i < 3; i++)
     if (f[i] != NULL) C(cudaev_future_then(f[i], on_done, (void *)(intptr_t)i));
   if (f[0] != NULL) cudaev_future_wait(f[0], 500000000);
@@ -1629,7 +1629,7 @@ static cudaev_loop_t *thread_loop;
 static cudaev_future_t *thread_future;
 static void *submitter(void *arg) {
   cudaStream_t s = arg;
-  cudaev_stream_future(thread_loop, s, &thread_future);
+  cudaev_future_new_stream(thread_loop, s, &thread_future);
   return NULL;
 }
 
@@ -1690,9 +1690,9 @@ static void sc_loop_events(void) {
   cudaStream_t s = NULL;
   C(cudaStreamCreate(&s));
   cudaev_future_t *f[3] = {NULL};
-  C(cudaev_host_func(loop, s, loop_host_fn, NULL, &f[0]));
-  C(cudaev_stream_future(loop, s, &f[1]));
-  C(cudaev_stream_future(loop, cudaStreamPerThread, &f[2]));
+  C(cudaev_launch_host_func_async(loop, s, loop_host_fn, NULL, &f[0]));
+  C(cudaev_future_new_stream(loop, s, &f[1]));
+  C(cudaev_future_new_stream(loop, cudaStreamPerThread, &f[2]));
   settle(loop, f, 3);
   if (s != NULL) C(cudaStreamDestroy(s));
 }
@@ -1821,7 +1821,7 @@ static void sc_loop_nomem(void) {
       memset(fut_runs, 0, sizeof fut_runs);
       cudaStream_t s = NULL;
       C(cudaStreamCreate(&s));
-      for (int i = 0; i < 3; i++) C(cudaev_stream_future(loop, s, &f[i]));
+      for (int i = 0; i < 3; i++) C(cudaev_future_new_stream(loop, s, &f[i]));
       settle(loop, f, 3);
       if (s != NULL) C(cudaStreamDestroy(s));
     }
@@ -1832,7 +1832,7 @@ static void sc_loop_nomem(void) {
 
 static void *d2h_nomem(void *arg) {
   void **a = arg;
-  fail_below(0, (const void *)cudaev_future_done);
+  fail_below(0, (const void *)cudaev_future_new_work_done);
   fail_below(1, (const void *)cudaev_future_then);
   atomic_store(&alloc_fail_size, (size_t)-1);
   cudaev_memcpy_async(a[0], pageable, a[1], 64, cudaMemcpyDeviceToHost, NULL,

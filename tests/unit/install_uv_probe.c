@@ -32,7 +32,7 @@ static void on_promise(cudaev_future_t *f, cudaError_t status, void *user) {
   cudaev_future_t *t = NULL;
   promise_done = status == cudaSuccess;
   cudaev_future_release(f);
-  if (cudaev_timer_future(loop, 2000000, &t) != cudaSuccess ||
+  if (cudaev_future_new_timer(loop, 2000000, &t) != cudaSuccess ||
       cudaev_future_then(t, on_timer, NULL) != cudaSuccess)
     cudaev_uv_close(&adapter, on_closed);
 }

@@ -32,7 +32,7 @@ static void drive_epoll(cudaev_loop_t *loop, atomic_int *flag) {
   struct epoll_event ev = {.events = EPOLLIN};
   cr_assert(epoll_ctl(ep, EPOLL_CTL_ADD, cudaev_loop_fd(loop), &ev) == 0);
   while (!atomic_load(flag)) {
-    int t = cudaev_loop_timeout(loop);
+    int t = cudaev_loop_prepare(loop);
     struct epoll_event got;
     epoll_wait(ep, &got, 1, t < 0 || t > 1000 ? 1000 : t);
     cudaev_loop_process(loop);
@@ -44,7 +44,7 @@ static void drive_epoll(cudaev_loop_t *loop, atomic_int *flag) {
 static void drain(cudaev_loop_t *loop) {
   for (int i = 0; i < 1000; i++) {
     cudaev_loop_process(loop);
-    if (cudaev_loop_timeout(loop) != 0) break;
+    if (cudaev_loop_prepare(loop) != 0) break;
   }
   cudaev_loop_process(loop);
 }
@@ -211,12 +211,12 @@ Test(loop_future, promise_set_refuses_every_other_future) {
   in[0] = a;
   struct chain_ctx c = {.next = NULL};
   cr_assert_eq(cudaev_future_then_chain(a, chain_fn, &c, &f[0]), cudaSuccess);
-  cr_assert_eq(cudaev_future_done(a, &f[1]), cudaSuccess);
-  cr_assert_eq(cudaev_future_timeout(a, 60 * 1000000000ull, &f[2]), cudaSuccess);
-  cr_assert_eq(cudaev_when_all(loop, in, 1, &f[3]), cudaSuccess);
-  cr_assert_eq(cudaev_when_any(loop, in, 1, &f[4]), cudaSuccess);
-  cr_assert_eq(cudaev_timer_future(loop, 1000000, &f[5]), cudaSuccess);
-  cr_assert_eq(cudaev_timer_future(loop, 60 * 1000000000ull, &f[6]), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_work_done(a, &f[1]), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_timeout(a, 60 * 1000000000ull, &f[2]), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_all(loop, in, 1, &f[3]), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_any(loop, in, 1, &f[4]), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_timer(loop, 1000000, &f[5]), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_timer(loop, 60 * 1000000000ull, &f[6]), cudaSuccess);
   for (int i = 0; i < 7; i++) {
     cr_expect_eq(cudaev_promise_set(f[i], CUDAEV_ERROR_CANCELLED), cudaErrorInvalidValue, "%s",
                  what[i]);
@@ -275,11 +275,11 @@ Test(loop_future, bad_arguments) {
   cr_expect_eq(cudaev_promise_new(NULL, &f), cudaErrorInvalidValue);
   cr_expect_null(f);
   cr_expect_eq(cudaev_future_then(NULL, rec_cb, NULL), cudaErrorInvalidValue);
-  cr_expect_eq(cudaev_when_any(loop, NULL, 0, &f), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_future_new_any(loop, NULL, 0, &f), cudaErrorInvalidValue);
   cr_expect_eq(cudaev_loop_post(loop, NULL, NULL), cudaErrorInvalidValue);
   cr_expect_eq(cudaev_loop_fd(NULL), -1);
   /* GPU sources report why the GPU is unavailable; nothing is returned. */
-  cr_expect_neq(cudaev_stream_future(loop, NULL, &f), cudaSuccess);
+  cr_expect_neq(cudaev_future_new_stream(loop, NULL, &f), cudaSuccess);
   cr_expect_null(f);
   cr_expect_str_eq(cudaev_error_name(CUDAEV_ERROR_CANCELLED), "CUDAEV_ERROR_CANCELLED");
   cr_expect_str_eq(cudaev_error_name(cudaSuccess), "cudaSuccess");
@@ -384,8 +384,8 @@ Test(loop_future, when_all_first_error_and_empty) {
   cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
   cudaev_future_t *in[3], *all, *none;
   for (int i = 0; i < 3; i++) cudaev_promise_new(loop, &in[i]);
-  cr_assert_eq(cudaev_when_all(loop, in, 3, &all), cudaSuccess);
-  cr_assert_eq(cudaev_when_all(loop, NULL, 0, &none), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_all(loop, in, 3, &all), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_all(loop, NULL, 0, &none), cudaSuccess);
   struct rec r = {0};
   cudaev_future_then(all, rec_cb, &r);
   cudaev_promise_set(in[1], cudaErrorLaunchFailure);
@@ -409,14 +409,14 @@ Test(loop_future, when_any_index) {
   cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
   cudaev_future_t *in[4], *any;
   for (int i = 0; i < 4; i++) cudaev_promise_new(loop, &in[i]);
-  cr_assert_eq(cudaev_when_any(loop, in, 4, &any), cudaSuccess);
-  cr_expect_eq(cudaev_when_any_index(any), (size_t)-1);
+  cr_assert_eq(cudaev_future_new_any(loop, in, 4, &any), cudaSuccess);
+  cr_expect_eq(cudaev_future_any_index(any), (size_t)-1);
   cudaev_promise_set(in[2], cudaErrorNotReady);
   drain(loop);
   cudaev_promise_set(in[0], cudaSuccess);
   drain(loop);
   cr_expect_eq(cudaev_future_result(any), cudaErrorNotReady);
-  cr_expect_eq(cudaev_when_any_index(any), 2);
+  cr_expect_eq(cudaev_future_any_index(any), 2);
   cudaev_future_release(any); /* the block still waits for in[1], in[3] */
   cudaev_promise_set(in[1], cudaSuccess);
   cudaev_promise_set(in[3], cudaSuccess);
@@ -487,7 +487,7 @@ Test(loop_modes, pending_counts_from_creation) {
   cudaev_future_t *p, *t;
   cr_assert_eq(cudaev_promise_new(loop, &p), cudaSuccess);
   cr_expect_eq(cudaev_loop_pending(loop), 1, "a promise, before any cudaev_loop_process");
-  cr_assert_eq(cudaev_timer_future(loop, 2000000, &t), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_timer(loop, 2000000, &t), cudaSuccess);
   cr_expect_eq(cudaev_loop_pending(loop), 2, "and a timer");
   struct rec rp = {0}, rt = {0};
   cr_assert_eq(cudaev_future_then(p, rec_cb, &rp), cudaSuccess);
@@ -498,7 +498,7 @@ Test(loop_modes, pending_counts_from_creation) {
   cr_assert(epoll_ctl(ep, EPOLL_CTL_ADD, cudaev_loop_fd(loop), &ev) == 0);
   int passes = 0;
   while (cudaev_loop_pending(loop)) {
-    int ms = cudaev_loop_timeout(loop);
+    int ms = cudaev_loop_prepare(loop);
     struct epoll_event got;
     epoll_wait(ep, &got, 1, ms < 0 || ms > 1000 ? 1000 : ms);
     cudaev_loop_process(loop);
@@ -841,14 +841,14 @@ static void hook_to_stderr(int level, const char *msg, void *user) {
   fprintf(stderr, "%s level %d %s\n", (const char *)user, level, msg);
 }
 static void destroy_inside_callback_hooked(void) {
-  cudaev_set_log(hook_to_stderr, "HOOK");
+  cudaev_log_set(hook_to_stderr, "HOOK");
   destroy_inside_callback();
 }
 
 Test(loop_misuse, log_hook_gets_the_message) {
   expect_abort(destroy_inside_callback_hooked,
                "HOOK level 0 cudaev: cudaev_loop_destroy inside a callback");
-  cudaev_set_log(NULL, NULL);
+  cudaev_log_set(NULL, NULL);
 }
 
 Test(loop_misuse, stats) {

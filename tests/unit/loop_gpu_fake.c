@@ -383,13 +383,13 @@ Test(loop_gpu_fake, stream_futures_on_many_streams) {
   cudaev_future_t *f[N];
   struct count c = {0};
   for (int i = 0; i < N; i++) {
-    cr_assert_eq(i % 7 ? cudaev_stream_future(loop, (cudaStream_t)s[i % 4], &f[i])
+    cr_assert_eq(i % 7 ? cudaev_future_new_stream(loop, (cudaStream_t)s[i % 4], &f[i])
                        : kernel(loop, s[i % 4], 20, &f[i]),
                  cudaSuccess);
     cudaev_future_then(f[i], count_cb, &c);
   }
   cudaev_future_t *all;
-  cr_assert_eq(cudaev_when_all(loop, f, N, &all), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_all(loop, f, N, &all), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(all, 10 * SEC), cudaSuccess);
   for (int i = 0; i < 2000 && atomic_load(&c.n) < N; i++) usleep(1000);
   cr_expect_eq(atomic_load(&c.n), N);
@@ -432,7 +432,7 @@ Test(loop_gpu_fake, host_function_runs_on_loop_and_stream_waits) {
   struct hf h = {.after = after};
   cudaev_future_t *k, *f;
   cr_assert_eq(kernel(loop, s, 5000, &k), cudaSuccess);
-  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
+  cr_assert_eq(cudaev_launch_host_func_async(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
   f_write(s, (CUdeviceptr)after, 1, 0);
   cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaErrorNotReady);
   cr_expect_eq(atomic_load(&h.ran), 1);
@@ -456,9 +456,9 @@ Test(loop_gpu_fake, sticky_error_fails_pending_gpu_futures_within_1s) {
   cr_assert_eq(kernel(loop, s[0], 3000000, &f[0]), cudaSuccess); /* 3 s */
   cr_assert_eq(kernel(loop, s[1], 3000000, &f[1]), cudaSuccess);
   struct hf h = {.after = calloc(1, 4)};
-  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)s[1], host_fn, &h, &f[2]), cudaSuccess);
+  cr_assert_eq(cudaev_launch_host_func_async(loop, (cudaStream_t)s[1], host_fn, &h, &f[2]), cudaSuccess);
   cr_assert_eq(cudaev_promise_new(loop, &p), cudaSuccess);
-  cr_assert_eq(cudaev_when_all(loop, f, 3, &all), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_all(loop, f, 3, &all), cudaSuccess);
   usleep(50000);
   atomic_store(&faulted, 1);
   int64_t t0 = (int64_t)time(NULL);
@@ -489,14 +489,14 @@ Test(loop_gpu_fake, event_fallback_without_stream_memops) {
   struct count c = {0};
   for (int i = 0; i < N; i++) {
     cr_assert_eq(i % 3 ? kernel(loop, s[i % 4], 200, &f[i])
-                       : cudaev_stream_future(loop, (cudaStream_t)s[i % 4], &f[i]),
+                       : cudaev_future_new_stream(loop, (cudaStream_t)s[i % 4], &f[i]),
                  cudaSuccess);
     cudaev_future_then(f[i], count_cb, &c);
   }
   cr_expect_eq(cudaev_future_result(f[N - 1]), cudaErrorNotReady,
                "completed before the GPU got there");
   cudaev_future_t *all;
-  cr_assert_eq(cudaev_when_all(loop, f, N, &all), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_all(loop, f, N, &all), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(all, 10 * SEC), cudaSuccess);
   for (int i = 0; i < N; i++) cr_expect_eq(cudaev_future_result(f[i]), cudaSuccess, "future %d", i);
   for (int i = 0; i < 2000 && atomic_load(&c.n) < N; i++) usleep(1000);
@@ -508,7 +508,7 @@ Test(loop_gpu_fake, event_fallback_without_stream_memops) {
   cudaev_future_t *k, *e;
   cr_assert_eq(kernel(loop, s[0], 50000, &k), cudaSuccess);
   f_erecord(ev, s[0]);
-  cr_assert_eq(cudaev_event_future(loop, (cudaEvent_t)ev, &e), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_event(loop, (cudaEvent_t)ev, &e), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(e, 5 * SEC), cudaSuccess);
   /* (k's own future may be seen a moment later: futures of different
    * streams complete in no promised order; the GPU's order is checked.) */
@@ -535,9 +535,9 @@ Test(loop_gpu_fake, event_fallback_host_functions) {
   struct hf h = {.after = after};
   cudaev_future_t *k, *f, *g;
   cr_assert_eq(kernel(loop, s, 5000, &k), cudaSuccess);
-  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
+  cr_assert_eq(cudaev_launch_host_func_async(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
   cr_assert_not_null(f);
-  cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &g), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &g), cudaSuccess);
   /* a marker the fake GPU passes only after the gate opened */
   CUevent ev;
   f_ecreate(&ev, 0);
@@ -559,7 +559,7 @@ Test(loop_gpu_fake, event_fallback_host_functions) {
   memset(hs, 0, sizeof hs);
   for (int i = 0; i < M; i++) {
     hs[i].after = after;
-    cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)(i % 2 ? s : s2), quick_fn, &hs[i], &fs[i]),
+    cr_assert_eq(cudaev_launch_host_func_async(loop, (cudaStream_t)(i % 2 ? s : s2), quick_fn, &hs[i], &fs[i]),
                  cudaSuccess);
   }
   for (int i = 0; i < M; i++) {
@@ -586,7 +586,7 @@ Test(loop_gpu_fake, event_fallback_fault) {
   cudaev_future_t *k, *f;
   struct hf h = {.after = calloc(1, 4)};
   cr_assert_eq(kernel(loop, s, 3000000, &k), cudaSuccess);
-  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
+  cr_assert_eq(cudaev_launch_host_func_async(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
   usleep(20000);
   atomic_store(&faulted, 1);
   cr_expect_eq(cudaev_future_wait(k, 2 * SEC), cudaErrorIllegalAddress);
@@ -606,7 +606,7 @@ Test(loop_gpu_fake, destroy_with_pending_gpu_work_and_gates) {
   cudaev_future_t *k, *f;
   struct hf h = {.after = calloc(1, 4)};
   cr_assert_eq(kernel(loop, s, 100000, &k), cudaSuccess);
-  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
+  cr_assert_eq(cudaev_launch_host_func_async(loop, (cudaStream_t)s, host_fn, &h, &f), cudaSuccess);
   struct count c = {0};
   cudaev_future_then(f, count_cb, &c);
   cudaev_loop_destroy(loop); /* gate opened without running fn; GPU drained */
@@ -636,7 +636,7 @@ Test(loop_gpu_fake, foreign_loop_sleeps_and_is_woken_by_armed_host_function) {
   epoll_ctl(ep, EPOLL_CTL_ADD, cudaev_loop_fd(loop), &ev);
   int iters = 0, longest = 0;
   while (!atomic_load(&flag) && iters < 1000) {
-    int to = cudaev_loop_timeout(loop);
+    int to = cudaev_loop_prepare(loop);
     if (to > longest) longest = to;
     struct epoll_event got;
     epoll_wait(ep, &got, 1, to);
@@ -700,7 +700,7 @@ Test(loop_gpu_fake, backlogged_stream_gets_events_and_completes_in_order) {
   long w0 = atomic_load(&writes), r0 = atomic_load(&records);
   cr_assert_eq(kernel(loop, s, 100000, &f[0]), cudaSuccess); /* 100 ms */
   for (int i = 1; i < N; i++)
-    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
+    cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
   for (int i = 0; i < N; i++) {
     cudaev_future_set_user(f[i], (void *)(intptr_t)i, NULL);
     cr_assert_eq(cudaev_future_then(f[i], order_cb, &o), cudaSuccess);
@@ -788,17 +788,17 @@ Test(loop_gpu_fake, deep_stream_without_a_wakeup_is_polled) {
   cudaev_future_t *f[N];
   cr_assert_eq(kernel(loop, s, 40000, &f[0]), cudaSuccess); /* 40 ms */
   for (int i = 1; i < N; i++)
-    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
+    cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
   cudaev_loop_set_spin(loop, 0);
   cudaev_loop_process(loop); /* takes them in */
   long h0 = atomic_load(&hostfns);
-  int ms = cudaev_loop_timeout(loop);
+  int ms = cudaev_loop_prepare(loop);
   cr_expect_eq(atomic_load(&hostfns) - h0, 0, "a wakeup was armed on a stream that deep");
   cr_expect(ms >= 0 && ms <= 1, "told to sleep %d ms with no wakeup armed", ms);
   /* Driven like an application's loop would: all complete. */
   long long t0 = mono_ns();
   while (cudaev_future_result(f[N - 1]) == cudaErrorNotReady && mono_ns() - t0 < 5 * SEC) {
-    int t = cudaev_loop_timeout(loop);
+    int t = cudaev_loop_prepare(loop);
     struct pollfd p = {.fd = cudaev_loop_fd(loop), .events = POLLIN};
     poll(&p, 1, t);
     cudaev_loop_process(loop);
@@ -818,7 +818,7 @@ static void *per_thread_main(void *arg) {
     if (i % 5 == 0)
       cr_assert_eq(kernel(loop, CU_STREAM_PER_THREAD, 2000, &f[i]), cudaSuccess);
     else
-      cr_assert_eq(cudaev_stream_future(loop, cudaStreamPerThread, &f[i]), cudaSuccess);
+      cr_assert_eq(cudaev_future_new_stream(loop, cudaStreamPerThread, &f[i]), cudaSuccess);
   }
   for (int i = 0; i < 20; i++) {
     cr_expect_eq(cudaev_future_wait(f[i], 5 * SEC), cudaSuccess);
@@ -850,7 +850,7 @@ Test(loop_gpu_fake, ring_growth_keeps_the_flush_word_position) {
   unsetenv("CUDAEV_LOOP_WORD_EVERY");
   cudaev_future_t *p[10], *a[15], *b[16];
   for (int i = 0; i < 10; i++)
-    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &p[i]), cudaSuccess);
+    cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &p[i]), cudaSuccess);
   cr_expect_eq(f_ssync(s), CUDA_SUCCESS);
   for (int i = 0; i < 100 && cudaev_future_result(p[9]) == cudaErrorNotReady; i++) {
     cudaev_loop_process(loop);
@@ -860,11 +860,11 @@ Test(loop_gpu_fake, ring_growth_keeps_the_flush_word_position) {
   uint32_t *gate = calloc(2, 4);
   f_wait(s, (CUdeviceptr)&gate[0], 1, CU_STREAM_WAIT_VALUE_EQ);
   for (int i = 0; i < 15; i++)
-    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &a[i]), cudaSuccess);
+    cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &a[i]), cudaSuccess);
   cudaev_loop_process(loop); /* a[] in the FIFO, then the loop's flush word */
   f_wait(s, (CUdeviceptr)&gate[1], 1, CU_STREAM_WAIT_VALUE_EQ);
   for (int i = 0; i < 16; i++)
-    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &b[i]), cudaSuccess);
+    cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &b[i]), cudaSuccess);
   cudaev_loop_process(loop); /* b[] in: the ring grows */
   __atomic_store_n(&gate[0], 1, __ATOMIC_RELEASE);
   usleep(50000); /* the fake GPU passes a[] and the flush word, stops at gate[1] */
@@ -896,7 +896,7 @@ Test(loop_gpu_fake, backlog_partly_passed_completes_the_prefix) {
   uint32_t *gate = calloc(1, 4);
   for (int i = 0; i < N; i++) {
     if (i == 25) f_wait(s, (CUdeviceptr)gate, 1, CU_STREAM_WAIT_VALUE_EQ);
-    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
+    cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
     cudaev_future_set_user(f[i], (void *)(intptr_t)i, NULL);
     cr_assert_eq(cudaev_future_then(f[i], order_cb, &o), cudaSuccess);
   }
@@ -932,7 +932,7 @@ struct slow_sub {
 static void *slow_sub_main(void *arg) {
   struct slow_sub *a = arg;
   slow_record_ms = 50;
-  cr_assert_eq(cudaev_stream_future(a->loop, (cudaStream_t)a->s, &a->f), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_stream(a->loop, (cudaStream_t)a->s, &a->f), cudaSuccess);
   return NULL;
 }
 
@@ -945,15 +945,15 @@ Test(loop_gpu_fake, concurrent_submitters_on_one_stream_never_complete_early) {
   cudaev_future_t *p0, *h, *k, *b;
   /* p0 (a word) makes the stream backlogged: every marker after it is an
    * event, and the passed head h is found by a query, with what follows. */
-  cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &p0), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &p0), cudaSuccess);
   f_wait(s, (CUdeviceptr)gate, 1, CU_STREAM_WAIT_VALUE_EQ);
-  cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &h), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &h), cudaSuccess);
   struct slow_sub a = {loop, s, NULL};
   pthread_t th;
   pthread_create(&th, NULL, slow_sub_main, &a);
   usleep(10000); /* A's record is on the stream; A is still inside the driver */
   cr_assert_eq(kernel(loop, s, 300000, &k), cudaSuccess); /* 300 ms */
-  cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &b), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &b), cudaSuccess);
   pthread_join(th, NULL);
   /* The FIFO now reads h k b a (a's bracket ended last), the GPU's order
    * is (gate) h a kernel k b: h and a, head and tail, pass together, 300 ms
@@ -1008,7 +1008,7 @@ Test(loop_gpu_fake, sticky_error_fails_a_backlog_of_event_markers) {
   cudaev_future_t *f[N], *all;
   cr_assert_eq(kernel(loop, s, 3000000, &f[0]), cudaSuccess);
   for (int i = 1; i < N; i++) cr_assert_eq(kernel(loop, s, 10, &f[i]), cudaSuccess);
-  cr_assert_eq(cudaev_when_all(loop, f, N, &all), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_all(loop, f, N, &all), cudaSuccess);
   usleep(20000);
   atomic_store(&faulted, 1);
   cr_expect_eq(cudaev_future_wait(all, 2 * SEC), cudaErrorIllegalAddress);
@@ -1033,7 +1033,7 @@ struct flood {
 static void *flood_main(void *arg) {
   struct flood *fl = arg;
   for (int i = 0; i < fl->n; i++)
-    cr_assert_eq(cudaev_stream_future(fl->loop, (cudaStream_t)fl->s, &fl->f[i]), cudaSuccess);
+    cr_assert_eq(cudaev_future_new_stream(fl->loop, (cudaStream_t)fl->s, &fl->f[i]), cudaSuccess);
   return NULL;
 }
 
@@ -1045,7 +1045,7 @@ static void gate_then_flood(void) {
   cudaev_future_t *k, *f;
   struct hf h = {.after = calloc(1, 4)};
   cr_assert_eq(kernel(loop, s, 300000, &k), cudaSuccess); /* 300 ms */
-  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)s, quick_fn, &h, &f), cudaSuccess);
+  cr_assert_eq(cudaev_launch_host_func_async(loop, (cudaStream_t)s, quick_fn, &h, &f), cudaSuccess);
   struct flood fl = {loop, s, QMAX + 200, calloc(QMAX + 200, sizeof(cudaev_future_t *))};
   pthread_t th;
   pthread_create(&th, NULL, flood_main, &fl);
@@ -1128,7 +1128,7 @@ static void pending_round(cudaev_loop_t *loop, CUstream *s, int ns, int per, uin
   for (int k = 0; k < per; k++)
     for (int i = 0; i < ns; i++) {
       cudaev_future_t *f;
-      cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s[i], &f), cudaSuccess);
+      cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s[i], &f), cudaSuccess);
       cr_assert_eq(cudaev_future_then(f, ctr_cb, &c), cudaSuccess);
       cudaev_future_release(f);
     }
@@ -1209,7 +1209,7 @@ Test(loop_gpu_fake, stream_records_bounded_with_many_short_lived_streams) {
     for (int i = 0; i < BATCH; i++) {
       CUstream s;
       f_screate(&s, 0); /* never the same handle twice: each stream used once */
-      cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
+      cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
     }
     for (int i = 0; i < BATCH; i++) {
       cr_expect_eq(cudaev_future_wait(f[i], 5 * SEC), cudaSuccess);
@@ -1228,7 +1228,7 @@ Test(loop_gpu_fake, stream_records_bounded_with_many_short_lived_streams) {
   for (int i = 0; i < 8; i++) f_screate(&s[i], 0);
   for (int r = 0; r < 50; r++) {
     cudaev_future_t *f;
-    cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s[r % 8], &f), cudaSuccess);
+    cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s[r % 8], &f), cudaSuccess);
     cr_expect_eq(cudaev_future_wait(f, 5 * SEC), cudaSuccess);
     cudaev_future_release(f);
   }
@@ -1359,10 +1359,10 @@ Test(loop_gpu_fake, one_loop_serves_two_devices_and_two_contexts_of_one) {
     if (i % 5 == 4) {
       /* The NULL stream: the submitting thread's current context's. */
       fake_ctx_push(want[k]);
-      cr_assert_eq(cudaev_stream_future(loop, NULL, &f[i]), cudaSuccess);
+      cr_assert_eq(cudaev_future_new_stream(loop, NULL, &f[i]), cudaSuccess);
       fake_ctx_pop(NULL);
     } else {
-      cr_assert_eq(i % 2 ? cudaev_stream_future(loop, (cudaStream_t)by[k], &f[i])
+      cr_assert_eq(i % 2 ? cudaev_future_new_stream(loop, (cudaStream_t)by[k], &f[i])
                          : kernel(loop, by[k], 1 + i % 40, &f[i]),
                    cudaSuccess);
     }
@@ -1372,7 +1372,7 @@ Test(loop_gpu_fake, one_loop_serves_two_devices_and_two_contexts_of_one) {
     cr_assert_eq(cudaev_future_then(f[i], ctx_cb, &rec[i]), cudaSuccess);
   }
   cudaev_future_t *all;
-  cr_assert_eq(cudaev_when_all(loop, f, N, &all), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_all(loop, f, N, &all), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(all, 10 * SEC), cudaSuccess);
   for (int i = 0; i < N; i++)
     for (int j = 0; j < 5000 && atomic_load(&rec[i].n) == 0; j++) usleep(1000);
@@ -1414,7 +1414,7 @@ Test(loop_gpu_fake, second_context_host_function_wait_and_destroy) {
   CUstream sc = stream_in(CTX_C);
   struct ctx_hf h = {NULL};
   cudaev_future_t *hf, *k1, *k, *w;
-  cr_assert_eq(cudaev_host_func(loop, (cudaStream_t)sc, ctx_host_fn, &h, &hf), cudaSuccess);
+  cr_assert_eq(cudaev_launch_host_func_async(loop, (cudaStream_t)sc, ctx_host_fn, &h, &hf), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(hf, 5 * SEC), cudaSuccess);
   cr_expect_eq(atomic_load(&h.seen), CTX_C);
   cr_assert_eq(kernel(loop, sc, 2000, &k1), cudaSuccess);
@@ -1437,7 +1437,7 @@ Test(loop_gpu_fake, second_context_host_function_wait_and_destroy) {
   cudaev_future_release(w);
 }
 
-/* ---- cudaev_future_done: when the GPU is done with the memory ------------- */
+/* ---- cudaev_future_new_work_done: when the GPU is done with the memory ------------- */
 
 /* A "buffer" the GPU writes at the end of the work (after a long kernel);
  * g's continuation frees it: the write must have happened before. */
@@ -1460,10 +1460,10 @@ static cudaev_future_t *write_after(cudaev_loop_t *loop, CUstream s, unsigned us
                                     bool backlog, cudaev_future_t **first) {
   cudaev_future_t *f;
   *first = NULL;
-  if (backlog) cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, first), cudaSuccess);
+  if (backlog) cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, first), cudaSuccess);
   f_launch((CUfunction)(uintptr_t)us, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
   f_write(s, (CUdeviceptr)buf, 1, 0);
-  cr_assert_eq(cudaev_stream_future(loop, (cudaStream_t)s, &f), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &f), cudaSuccess);
   return f;
 }
 
@@ -1476,7 +1476,7 @@ static void cancel_then_done(bool backlog) {
   cudaev_future_t *first, *f = write_after(loop, s, 100000, buf, backlog, &first), *g;
   cr_expect_eq(cudaev_future_cancel(f), 1);
   cr_expect_eq(cudaev_future_result(f), CUDAEV_ERROR_CANCELLED);
-  cr_assert_eq(cudaev_future_done(f, &g), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_work_done(f, &g), cudaSuccess);
   struct buf_watch w = {.buf = buf};
   cr_assert_eq(cudaev_future_then(g, buf_free_cb, &w), cudaSuccess);
   usleep(20000);
@@ -1488,7 +1488,7 @@ static void cancel_then_done(bool backlog) {
   cr_expect_eq(w.st, cudaSuccess);
   /* Asked again after the marker passed: at once. */
   cudaev_future_t *g2;
-  cr_assert_eq(cudaev_future_done(f, &g2), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_work_done(f, &g2), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(g2, 5 * SEC), cudaSuccess);
   cudaev_future_release(g2);
   cudaev_future_release(g);
@@ -1514,11 +1514,11 @@ Test(loop_gpu_fake, done_at_destroy_and_for_a_promise) {
   uint32_t *buf = calloc(1, 4);
   cudaev_future_t *first, *f = write_after(loop, s, 100000, buf, false, &first), *g, *p, *pg;
   cr_expect_eq(cudaev_future_cancel(f), 1);
-  cr_assert_eq(cudaev_future_done(f, &g), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_work_done(f, &g), cudaSuccess);
   struct buf_watch w = {.buf = buf};
   cr_assert_eq(cudaev_future_then(g, buf_free_cb, &w), cudaSuccess);
   cr_assert_eq(cudaev_promise_new(loop, &p), cudaSuccess);
-  cr_assert_eq(cudaev_future_done(p, &pg), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_work_done(p, &pg), cudaSuccess);
   cr_expect_eq(cudaev_promise_set(g, cudaErrorInvalidValue), cudaErrorInvalidValue);
   cr_expect_eq(cudaev_promise_set(pg, cudaErrorInvalidValue), cudaErrorInvalidValue);
   cr_expect_eq(cudaev_future_ready(pg), 0, "a refused set left done's future pending");
@@ -1530,7 +1530,7 @@ Test(loop_gpu_fake, done_at_destroy_and_for_a_promise) {
   cr_expect_eq(w.seen, 1, "g completed before the GPU wrote the buffer");
   cr_expect_eq(cudaev_future_result(g), cudaSuccess);
   cudaev_future_t *none;
-  cr_expect_eq(cudaev_future_done(NULL, &none), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_future_new_work_done(NULL, &none), cudaErrorInvalidValue);
   cr_expect_null(none);
   cudaev_future_release(g);
   cudaev_future_release(f);
@@ -1602,7 +1602,7 @@ Test(loop_gpu_fake, pageable_copies_are_staged_and_never_block) {
       cudaev_memcpy_async(loop, back, dev, N, cudaMemcpyDeviceToHost, (cudaStream_t)s, &d2),
       cudaSuccess);
   cr_expect_eq(cudaev_future_cancel(d2), 1);
-  cr_assert_eq(cudaev_future_done(d2, &g), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_work_done(d2, &g), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(k2, 5 * SEC), cudaSuccess);
   cr_expect_eq(f_ssync(s), CUDA_SUCCESS);
   usleep(20000);
@@ -1660,8 +1660,8 @@ static void exit_child(void) {
   exit_hf.after = &after;
   cudaev_future_t *k, *h, *g;
   if (kernel(d, exit_stream, 200000, &k) != cudaSuccess ||
-      cudaev_host_func(d, (cudaStream_t)exit_stream, host_fn, &exit_hf, &h) != cudaSuccess ||
-      cudaev_stream_future(d, (cudaStream_t)exit_stream, &g) != cudaSuccess)
+      cudaev_launch_host_func_async(d, (cudaStream_t)exit_stream, host_fn, &exit_hf, &h) != cudaSuccess ||
+      cudaev_future_new_stream(d, (cudaStream_t)exit_stream, &g) != cudaSuccess)
     _exit(3);
   /* The loop has taken all four in (kernel, gate trigger, host function,
    * marker): a call posted after them has run. */
@@ -1866,7 +1866,7 @@ static void stats_after(bool events) {
     struct cudaev_loop_stats st;
     cudaev_loop_stats(loop, &st, sizeof st);
     if (all && st.gpu_completions == N) break;
-    int to = cudaev_loop_timeout(loop);
+    int to = cudaev_loop_prepare(loop);
     struct pollfd p = {.fd = cudaev_loop_fd(loop), .events = POLLIN};
     poll(&p, 1, to < 0 || to > 5 ? 5 : to);
     cudaev_loop_process(loop);
@@ -1916,7 +1916,7 @@ Test(loop_gpu_fake, stats_count_watchdog_failures_and_wakeups) {
   cudaev_future_t *a, *b;
   cr_assert_eq(kernel(loop, s, 20000, &a), cudaSuccess);
   for (int i = 0; i < 5000 && !cudaev_future_ready(a); i++) {
-    int to = cudaev_loop_timeout(loop);
+    int to = cudaev_loop_prepare(loop);
     struct pollfd p = {.fd = cudaev_loop_fd(loop), .events = POLLIN};
     poll(&p, 1, to);
     cudaev_loop_process(loop);

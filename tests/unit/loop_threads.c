@@ -138,13 +138,13 @@ static void test_combinators_threads(void) {
   CHECK(cudaev_loop_new_thread(&loop) == cudaSuccess);
   cudaev_future_t *in[64], *all, *any;
   for (int i = 0; i < 64; i++) cudaev_promise_new(loop, &in[i]);
-  CHECK(cudaev_when_all(loop, in, 64, &all) == cudaSuccess);
-  CHECK(cudaev_when_any(loop, in, 64, &any) == cudaSuccess);
+  CHECK(cudaev_future_new_all(loop, in, 64, &all) == cudaSuccess);
+  CHECK(cudaev_future_new_any(loop, in, 64, &any) == cudaSuccess);
   pthread_t t;
   pthread_create(&t, NULL, set_all, in);
   CHECK(cudaev_future_wait(all, 5000000000LL) == cudaErrorInvalidValue);
   CHECK(cudaev_future_wait(any, 5000000000LL) == cudaSuccess);
-  CHECK(cudaev_when_any_index(any) == 0);
+  CHECK(cudaev_future_any_index(any) == 0);
   pthread_join(t, NULL);
   for (int i = 0; i < 64; i++) cudaev_future_release(in[i]);
   cudaev_future_release(all);
@@ -200,7 +200,7 @@ static void test_foreign_epoll(void) {
   pthread_t t[4];
   for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, feeder, &fd);
   for (int spins = 0; atomic_load(&fd.done) < 8000 && spins < 100000; spins++) {
-    int to = cudaev_loop_timeout(fd.loop);
+    int to = cudaev_loop_prepare(fd.loop);
     struct epoll_event got;
     epoll_wait(ep, &got, 1, to < 0 || to > 100 ? 100 : to);
     cudaev_loop_process(fd.loop);

@@ -1,5 +1,5 @@
-/* The timer source (loop/timer.c): cudaev_timer_future and
- * cudaev_future_timeout in the three run modes, deadline order, cancel,
+/* The timer source (loop/timer.c): cudaev_future_new_timer and
+ * cudaev_future_new_timeout in the three run modes, deadline order, cancel,
  * destroy, and spurious cudaev_loop_process calls. CPU only. */
 #include <criterion/criterion.h>
 #include <ev.h>
@@ -24,7 +24,7 @@ static void flag_cb(cudaev_future_t *f, cudaError_t s, void *u) {
   atomic_store((atomic_int *)u, 1);
 }
 
-/* Drives a foreign loop with epoll, honouring cudaev_loop_timeout, until
+/* Drives a foreign loop with epoll, honouring cudaev_loop_prepare, until
  * *flag is set. */
 static void drive_epoll(cudaev_loop_t *loop, atomic_int *flag) {
   int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -32,7 +32,7 @@ static void drive_epoll(cudaev_loop_t *loop, atomic_int *flag) {
   struct epoll_event ev = {.events = EPOLLIN};
   cr_assert(epoll_ctl(ep, EPOLL_CTL_ADD, cudaev_loop_fd(loop), &ev) == 0);
   while (!atomic_load(flag)) {
-    int t = cudaev_loop_timeout(loop);
+    int t = cudaev_loop_prepare(loop);
     struct epoll_event got;
     epoll_wait(ep, &got, 1, t < 0 || t > 1000 ? 1000 : t);
     cudaev_loop_process(loop);
@@ -45,7 +45,7 @@ Test(loop_timer, thread_mode_not_early) {
   cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
   uint64_t t0 = now_ns();
   cudaev_future_t *f;
-  cr_assert_eq(cudaev_timer_future(loop, 20 * MS, &f), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_timer(loop, 20 * MS, &f), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(f, 2000 * (int64_t)MS), cudaSuccess);
   uint64_t dt = now_ns() - t0;
   cr_expect_geq(dt, 20 * MS);
@@ -60,17 +60,17 @@ Test(loop_timer, foreign_mode_timeout_and_spurious_process) {
   cudaev_loop_t *loop;
   cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
   cudaev_loop_process(loop);
-  cr_expect_eq(cudaev_loop_timeout(loop), -1);
+  cr_expect_eq(cudaev_loop_prepare(loop), -1);
   uint64_t t0 = now_ns();
   cudaev_future_t *f;
-  cr_assert_eq(cudaev_timer_future(loop, 30 * MS, &f), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_timer(loop, 30 * MS, &f), cudaSuccess);
   atomic_int done = 0;
   cudaev_future_then(f, flag_cb, &done);
   for (int i = 0; i < 1000; i++) {
     cudaev_loop_process(loop);
     if (now_ns() - t0 < 30 * MS) cr_assert_eq(atomic_load(&done), 0, "completed early");
   }
-  int ms = cudaev_loop_timeout(loop);
+  int ms = cudaev_loop_prepare(loop);
   cr_expect(ms > 0 && ms <= 30, "timeout %d ms", ms);
   cr_expect_eq(cudaev_loop_pending(loop), 1);
   drive_epoll(loop, &done);
@@ -91,7 +91,7 @@ Test(loop_timer, ev_mode_keeps_ev_run) {
   cr_assert_eq(cudaev_loop_new_ev(evl, &loop), cudaSuccess);
   uint64_t t0 = now_ns();
   cudaev_future_t *f;
-  cr_assert_eq(cudaev_timer_future(loop, 20 * MS, &f), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_timer(loop, 20 * MS, &f), cudaSuccess);
   atomic_int done = 0;
   cudaev_future_then(f, flag_cb, &done);
   ev_run(evl, 0);
@@ -136,7 +136,7 @@ Test(loop_timer, deadline_order_and_cancel) {
   for (int i = 0; i < N; i++) {
     uint64_t ns = (uint64_t)(rand() % 20000) * 1000;
     spans[i].lo = now_ns() + ns;
-    cr_assert_eq(cudaev_timer_future(loop, ns, &fs[i]), cudaSuccess);
+    cr_assert_eq(cudaev_future_new_timer(loop, ns, &fs[i]), cudaSuccess);
     spans[i].hi = now_ns() + ns;
     cudaev_future_set_user(fs[i], &spans[i], NULL);
     cudaev_future_then(fs[i], order_cb, &o);
@@ -145,7 +145,7 @@ Test(loop_timer, deadline_order_and_cancel) {
    * come in one message): they leave the heap, the rest keep order. */
   for (int i = 0; i < N; i += 3) cancelled += cudaev_future_cancel(fs[i]);
   for (uint64_t t0 = now_ns(); o.n < N && now_ns() - t0 < 2000 * MS;) {
-    int t = cudaev_loop_timeout(loop);
+    int t = cudaev_loop_prepare(loop);
     if (t > 0) usleep(200);
     cudaev_loop_process(loop);
   }
@@ -166,7 +166,7 @@ Test(loop_timer, future_timeout) {
   /* The deadline first: TIMEOUT; the input is not cancelled. */
   cudaev_future_t *p, *g;
   cudaev_promise_new(loop, &p);
-  cr_assert_eq(cudaev_future_timeout(p, 10 * MS, &g), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_timeout(p, 10 * MS, &g), cudaSuccess);
   cr_expect_eq(cudaev_future_wait(g, 2000 * (int64_t)MS), CUDAEV_ERROR_TIMEOUT);
   cr_expect_eq(cudaev_future_ready(p), 0);
   cr_expect_eq(cudaev_promise_set(p, cudaErrorInvalidValue), cudaSuccess);
@@ -175,15 +175,15 @@ Test(loop_timer, future_timeout) {
   cudaev_future_release(g);
   /* The input first: its outcome; the timer leaves (nothing pending). */
   cudaev_promise_new(loop, &p);
-  cr_assert_eq(cudaev_future_timeout(p, 60000 * MS, &g), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_timeout(p, 60000 * MS, &g), cudaSuccess);
   cudaev_promise_set(p, cudaErrorInvalidValue);
   cr_expect_eq(cudaev_future_wait(g, 2000 * (int64_t)MS), cudaErrorInvalidValue);
   for (int i = 0; i < 1000 && cudaev_loop_pending(loop) != 0; i++) usleep(1000);
   cr_expect_eq(cudaev_loop_pending(loop), 0);
   cudaev_future_release(p);
   cudaev_future_release(g);
-  cr_expect_eq(cudaev_future_timeout(NULL, 1, &g), cudaErrorInvalidValue);
-  cr_expect_eq(cudaev_timer_future(NULL, 1, &g), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_future_new_timeout(NULL, 1, &g), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_future_new_timer(NULL, 1, &g), cudaErrorInvalidValue);
   cudaev_loop_destroy(loop);
 }
 
@@ -191,9 +191,9 @@ Test(loop_timer, destroy_fails_pending_timers) {
   cudaev_loop_t *loop;
   cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
   cudaev_future_t *t, *p, *g;
-  cudaev_timer_future(loop, 60000 * MS, &t);
+  cudaev_future_new_timer(loop, 60000 * MS, &t);
   cudaev_promise_new(loop, &p);
-  cudaev_future_timeout(p, 60000 * MS, &g);
+  cudaev_future_new_timeout(p, 60000 * MS, &g);
   atomic_int done = 0;
   cudaev_future_then(t, flag_cb, &done);
   cudaev_loop_destroy(loop);
@@ -205,7 +205,7 @@ Test(loop_timer, destroy_fails_pending_timers) {
   cudaev_future_release(g);
 }
 
-/* Push-style deadlines: the application never asks cudaev_loop_timeout;
+/* Push-style deadlines: the application never asks cudaev_loop_prepare;
  * it waits as long as the last callback said. */
 struct told {
   int calls;
@@ -225,16 +225,16 @@ Test(loop_timer, foreign_timer_cb) {
   cudaev_loop_set_timer_cb(loop, timer_told, &t);
   cr_expect_eq(t.calls, 1);
   cr_expect_eq(t.ns, -1);
-  cr_expect_eq(cudaev_loop_timeout_ns(loop), -1);
+  cr_expect_eq(cudaev_loop_prepare_ns(loop), -1);
   uint64_t t0 = now_ns();
   cudaev_future_t *f;
-  cr_assert_eq(cudaev_timer_future(loop, 25 * MS, &f), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_timer(loop, 25 * MS, &f), cudaSuccess);
   atomic_int done = 0;
   cudaev_future_then(f, flag_cb, &done);
   cudaev_loop_process(loop); /* the fd said so: the submission */
   cr_expect_eq(t.calls, 2);
   cr_expect(t.ns > 20 * (int64_t)MS && t.ns <= 25 * (int64_t)MS, "told %lld", (long long)t.ns);
-  int64_t ns = cudaev_loop_timeout_ns(loop);
+  int64_t ns = cudaev_loop_prepare_ns(loop);
   cr_expect(ns > 0 && ns <= 25 * (int64_t)MS);
   /* Spurious calls: no early completion, no new deadline. */
   for (int i = 0; i < 1000; i++) cudaev_loop_process(loop);

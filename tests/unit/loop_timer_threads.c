@@ -33,11 +33,11 @@ static void *worker(void *arg) {
     atomic_init(&seen[2 * i], 0);
     atomic_init(&seen[2 * i + 1], 0);
     /* 0..2 ms: many fire while others are cancelled. */
-    if (cudaev_timer_future(loop, (uint64_t)(rand_r(&seed) % 2000) * 1000, &t[i]) != cudaSuccess)
+    if (cudaev_future_new_timer(loop, (uint64_t)(rand_r(&seed) % 2000) * 1000, &t[i]) != cudaSuccess)
       atomic_fetch_add(&bad, 1);
     cudaev_future_then(t[i], once_cb, &seen[2 * i]);
     cudaev_promise_new(loop, &p[i]);
-    cudaev_future_timeout(p[i], (uint64_t)(rand_r(&seed) % 2000) * 1000, &g[i]);
+    cudaev_future_new_timeout(p[i], (uint64_t)(rand_r(&seed) % 2000) * 1000, &g[i]);
     cudaev_future_then(g[i], once_cb, &seen[2 * i + 1]);
     if (i % 3 == 0) cudaev_future_cancel(t[i]);
     if (i % 2 == 0) cudaev_promise_set(p[i], cudaErrorInvalidValue);
