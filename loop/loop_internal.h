@@ -237,7 +237,7 @@ bool cudaev__run_deferred(struct cudaev_loop *loop);
 /* ---- completion sources ------------------------------------------------- */
 
 /* A completion source is a kind of work that completes futures: GPU work on
- * streams (loop/gpu*.c), promises and combinators (loop/future.c), later
+ * streams (loop/gpu*.c), promises and combinators (loop/promise.c), later
  * timers or a second device. Each plugs into the loop through one const
  * table, as libuv's handle types do: the loop walks the sources it runs
  * once per pass (never once per future: a source keeps its inner loops to
@@ -308,8 +308,14 @@ struct cudaev__source_ops {
  * for these. */
 extern _Atomic uint32_t cudaev__self_state_kinds;
 
+/* The kinds the promise source keeps on the loop's pending list (promise.c):
+ * promises, combinators, relays. */
+#define CUDAEV__LISTED_KINDS                                                   \
+  ((1u << CUDAEV__K_PROMISE) | (1u << CUDAEV__K_ALL) | (1u << CUDAEV__K_ANY) | \
+   (1u << CUDAEV__K_RELAY))
+
 /* The sources, in the order the loop runs them (loop.c lists them). */
-extern const struct cudaev__source_ops cudaev__source_promise; /* future.c */
+extern const struct cudaev__source_ops cudaev__source_promise; /* promise.c */
 extern const struct cudaev__source_ops cudaev__source_timer;   /* timer.c */
 extern const struct cudaev__source_ops cudaev__source_gpu;     /* gpu.c */
 #define CUDAEV__NSOURCES 3
@@ -413,7 +419,7 @@ struct cudaev_loop {
   const struct cudaev__source_ops *src_of[CUDAEV__K_COUNT];
   /* loop thread only: */
   struct cudaev__cont *def_head, *def_tail; /* continuations of fired futures */
-  /* The promise source's (future.c): promises and combinators not fired. */
+  /* The promise source's (promise.c): promises and combinators not fired. */
   struct cudaev_future **pend;
   uint32_t npend, cap_pend;
   /* The timer source's (timer.c): a min-heap of pending timers by

@@ -205,7 +205,7 @@ CUDAEV_SAME_VALUE(cudaEventRecordExternal, CU_EVENT_RECORD_EXTERNAL);
 /* ---- Graph Management -------------------------------------------------------- */
 
 /* Node types, node parameter structures and instantiation flags are the
- * driver's: graph.c hands them over cast, and reads the driver's back. */
+ * driver's: graph_node.c hands them over cast, and reads the driver's back. */
 CUDAEV_SAME_VALUE(cudaGraphNodeTypeKernel, CU_GRAPH_NODE_TYPE_KERNEL);
 CUDAEV_SAME_VALUE(cudaGraphNodeTypeMemcpy, CU_GRAPH_NODE_TYPE_MEMCPY);
 CUDAEV_SAME_VALUE(cudaGraphNodeTypeMemset, CU_GRAPH_NODE_TYPE_MEMSET);
@@ -331,7 +331,7 @@ CUDAEV_SAME_SIZE(enum cudaMemAccessFlags, CUmemAccess_flags);
 
 /* The copy-batch structures are the driver's, field for field
  * (cudaMemLocation ids are device ordinals in both, and cudart's ordinal i
- * is the driver's CUdevice i), so memcpy.c passes the lists through without
+ * is the driver's CUdevice i), so memcpy_batch.c passes the lists through without
  * a copy: the batch is an enqueue path and must not allocate. */
 CUDAEV_SAME_SIZE(struct cudaMemcpyAttributes, CUmemcpyAttributes);
 CUDAEV_SAME_OFFSET(struct cudaMemcpyAttributes, CUmemcpyAttributes, dstLocHint);

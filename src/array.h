@@ -1,5 +1,5 @@
 /* Internal contracts shared by the array, 2D/3D copy, texture and surface
- * parts of the runtime (src/array.c, src/memcpy.c, src/texture.c,
+ * parts of the runtime (src/array.c, src/memcpy_*.c, src/texture.c,
  * src/surface.c) and by graph memcpy nodes.
  *
  * cudaArray_t / cudaMipmappedArray_t are the driver's CUarray /

@@ -1,5 +1,6 @@
 /* The pinned host memory pool behind cudaHostAlloc, cudaMallocHost and
- * cudaFreeHost (src/memory.c). Owned by src/hostpool.c.
+ * cudaFreeHost (src/memory.c). Owned by src/hostpool*.c (their private
+ * contract, and which file owns what: hostpool_internal.h).
  *
  * NVIDIA's runtime asks the driver for every pinned allocation and gives it
  * back on every free (about 1.2 ms a pair at 4 KiB, 32 ms at 64 MiB). The

@@ -1,4 +1,4 @@
-/* CPU tests of src/array.c, src/memcpy.c and src/texture.c: the channel
+/* CPU tests of src/array.c, src/memcpy_*.c and src/texture.c: the channel
  * format conversions, the cudaMemcpy3DParms converter, the splitting of the
  * deprecated 1D array copies and the texture descriptor flags, against a
  * fake driver table. */

@@ -3,8 +3,9 @@
 Reads the core archive with nm: for each loop/ object, the cudaev symbols it
 defines and those it leaves undefined. An undefined function another loop/
 file defines is an edge "calls". Checks that the graph of loop/ files has no
-cycle, and that the future core (future.c) and the loop (loop.c) call no
-function of the GPU source: they reach it only through cudaev__source_gpu.
+cycle, and that the future core (future.c), the promise source (promise.c)
+and the loop (loop.c) call no function of the GPU source: they reach it only
+through cudaev__source_gpu.
 Prints the graph. Usage: loop_graph.py NM ARCHIVE
 """
 import os
@@ -72,7 +73,7 @@ def main():
     for f in sorted(defs):
         if f not in state:
             visit(f)
-    for f in ('future.c', 'loop.c'):
+    for f in ('future.c', 'promise.c', 'loop.c'):
         for g in calls.get(f, {}):
             if g in GPU_SOURCE:
                 print(f'FAIL: {f} calls {g} by name:', ' '.join(calls[f][g]))
