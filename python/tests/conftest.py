@@ -56,3 +56,14 @@ def open_fds():
 def live_ops():
     gc.collect()
     return _native.live_ops()
+
+
+def pytest_report_header(config):
+    return f"cudaev from {os.path.dirname(cudaev.__file__)}"
+
+
+def pytest_sessionstart(session):
+    # ci.sh runs the unpacked wheel: make sure that is what was imported.
+    want = os.environ.get("CUDAEV_EXPECT_FROM")
+    if want and not os.path.realpath(cudaev.__file__).startswith(os.path.realpath(want)):
+        raise pytest.UsageError(f"cudaev imported from {cudaev.__file__}, not from {want}")
