@@ -24,13 +24,14 @@ _lock = threading.Lock()  # guards _states; a loop only ever reads its own entry
 
 
 class _Attached:
-    __slots__ = ("native", "aloop_ref", "handle", "fd", "finalizer", "__weakref__")
+    __slots__ = ("native", "aloop_ref", "handle", "at", "fd", "finalizer", "__weakref__")
 
     def __init__(self, aloop: asyncio.AbstractEventLoop) -> None:
         native = _native.Loop()
         self.native = native
         self.aloop_ref = weakref.ref(aloop)
         self.handle: Optional[asyncio.Handle] = None
+        self.at: Optional[float] = None  # the deadline told last, in loop time
         self.fd = native.fd()
         try:
             aloop.add_reader(self.fd, native.process)
@@ -47,6 +48,7 @@ class _Attached:
         if h is not None:
             h.cancel()
             self.handle = None
+        self.at = None
         if ns < 0:
             return
         aloop = self.aloop_ref()
@@ -55,7 +57,19 @@ class _Attached:
         if ns == 0:
             self.handle = aloop.call_soon(self.native.process)
         else:
-            self.handle = aloop.call_at(aloop.time() + ns * 1e-9, self.native.process)
+            self.at = aloop.time() + ns * 1e-9
+            self.handle = aloop.call_at(self.at, self._fire)
+
+    def _fire(self) -> None:
+        # A loop's timer may fire a little before the deadline (uvloop's
+        # clock counts milliseconds); the library then finds nothing due
+        # and, the deadline being the same, tells nothing new: arm it again.
+        self.handle = None
+        self.native.process()
+        if self.handle is None and self.at is not None:
+            aloop = self.aloop_ref()
+            if aloop is not None and not aloop.is_closed():
+                self.handle = aloop.call_at(max(self.at, aloop.time() + 1e-4), self._fire)
 
     def close(self) -> None:
         if self.handle is not None:

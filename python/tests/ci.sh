@@ -4,11 +4,12 @@
 # unpacks it into a temporary folder and runs the pytest suite on it with
 # Debian's Python, on asyncio's loop and on uvloop. No network.
 #
-#   python/tests/ci.sh BUILD_DIR
+#   python/tests/ci.sh BUILD_DIR [PYTEST_ARGS...]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=$(cd "$1" && pwd)
+shift
 py=/usr/bin/python3
 for m in pytest pytest_asyncio uvloop; do
   $py -c "import $m" 2>/dev/null ||

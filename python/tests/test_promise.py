@@ -156,3 +156,10 @@ async def test_many_awaits_leak_nothing():
     assert cudaev._attach.attached().native.pending() == 0
     assert open_fds() == fds
     assert grown < 64 * 1024, f"{grown} bytes kept over {n} awaits"
+
+
+async def test_timer_that_fires_early_is_armed_again():
+    # uvloop's timers count milliseconds and may fire before a sub-millisecond
+    # deadline; the library then tells no new deadline. Each wait must still end.
+    for i in range(200):
+        await asyncio.wait_for(cudaev._timer(0.0003 + (i % 7) * 0.00037), 2)
