@@ -1,0 +1,364 @@
+"""How Python awaits GPU work, one run, asyncio and uvloop: every way against
+cudaev.wait.
+
+Rows (each awaits a torch.cuda.Event recorded after the work):
+  spin       `while not ev.query(): pass` (the floor: a core spins)
+  sleep0     `while not ev.query(): await asyncio.sleep(0)`
+  executor   `await loop.run_in_executor(None, ev.synchronize)`
+  numba      `await numba_stream.async_done()` (a driver-thread callback;
+             the error is reported as the row's result if it fails)
+  cudaev     `await cudaev.wait(ev)`
+Columns: round trip (tiny kernel + event record -> the await returns) p50 and
+p99 in us; CPU % of one core (process CPU time / wall) while awaiting a 200 ms
+kernel; completions/s with 64 tasks (each its own stream) and that run's CPU
+%; and the same 64 tasks enqueueing with no wait at all (`enqueue_only`).
+
+--quick needs no GPU (CI): promise round trips through cudaev against a plain
+asyncio.Future completed by call_soon, per loop: the per-completion cost of
+the package on the CPU.
+
+    python3 bench/py_await.py --out DIR [--quick] [--n 2000] [--seconds 2]
+
+Writes DIR/py_await.json, DIR/py_await.md (the table) and, when matplotlib
+imports, DIR/py_await.png.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+
+LOOPS = ["asyncio"]
+try:
+    import uvloop
+
+    LOOPS.append("uvloop")
+except ImportError:
+    uvloop = None
+
+import cudaev  # noqa: E402
+
+
+def new_loop(kind):
+    return uvloop.new_event_loop() if kind == "uvloop" else asyncio.new_event_loop()
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+# ---- CPU-only rows (--quick) ------------------------------------------------
+
+async def quick_rows(n):
+    loop = asyncio.get_running_loop()
+    rows = {}
+
+    async def plain():
+        f = loop.create_future()
+        loop.call_soon(f.set_result, None)
+        await f
+
+    async def promise():
+        p = cudaev._promise()
+        p.set(0)
+        await p.wait()
+
+    for name, fn in (("asyncio.Future", plain), ("cudaev promise", promise)):
+        for _ in range(n // 10):
+            await fn()
+        lat = []
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        for _ in range(n):
+            a = time.perf_counter()
+            await fn()
+            lat.append(time.perf_counter() - a)
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - c0
+        rows[name] = {"rt_p50_us": pct(lat, 0.5) * 1e6, "rt_p99_us": pct(lat, 0.99) * 1e6,
+                      "per_s": n / wall, "cpu_pct": 100 * cpu / wall}
+    return rows
+
+
+# ---- GPU rows -----------------------------------------------------------------
+
+class Gpu:
+    def __init__(self):
+        import torch
+
+        self.torch = torch
+        self.x = torch.zeros(1, device="cuda")
+        torch.cuda.synchronize()
+        # torch.cuda._sleep spins the GPU for a number of cycles: calibrate.
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.cuda._sleep(10_000_000)
+        e.record()
+        e.synchronize()
+        self.cycles_per_ms = 10_000_000 / s.elapsed_time(e)
+        try:
+            import numba.cuda
+
+            self.numba = numba.cuda
+        except Exception as exc:  # reported as the numba row's result
+            self.numba = None
+            self.numba_error = f"numba not importable: {exc}"
+
+    def tiny(self, stream=None):
+        if stream is None:
+            self.x.add_(1)
+        else:
+            with self.torch.cuda.stream(stream):
+                self.x.add_(1)
+
+    def long(self, ms):
+        self.torch.cuda._sleep(int(self.cycles_per_ms * ms))
+
+
+def waiter(gpu, name):
+    """An `async def wait(ev, stream)` for the row `name`."""
+    loop = asyncio.get_running_loop()
+    if name == "spin":
+        async def w(ev, stream):
+            while not ev.query():
+                pass
+    elif name == "sleep0":
+        async def w(ev, stream):
+            while not ev.query():
+                await asyncio.sleep(0)
+    elif name == "executor":
+        async def w(ev, stream):
+            await loop.run_in_executor(None, ev.synchronize)
+    elif name == "numba":
+        if gpu.numba is None:
+            raise RuntimeError(gpu.numba_error)
+        streams = {}
+
+        async def w(ev, stream):
+            s = stream if stream is not None else gpu.torch.cuda.current_stream()
+            ns = streams.get(s.cuda_stream)
+            if ns is None:
+                ns = streams[s.cuda_stream] = gpu.numba.external_stream(s.cuda_stream)
+            await ns.async_done()
+    elif name == "cudaev":
+        async def w(ev, stream):
+            await cudaev.wait(ev)
+    else:
+        raise ValueError(name)
+    return w
+
+
+async def gpu_row(gpu, name, n, seconds):
+    torch = gpu.torch
+    w = waiter(gpu, name)
+    ev = torch.cuda.Event()
+    # Round trip.
+    for _ in range(n // 10):
+        gpu.tiny()
+        ev.record()
+        await w(ev, None)
+    lat = []
+    for _ in range(n):
+        a = time.perf_counter()
+        gpu.tiny()
+        ev.record()
+        await w(ev, None)
+        lat.append(time.perf_counter() - a)
+    row = {"rt_p50_us": pct(lat, 0.5) * 1e6, "rt_p99_us": pct(lat, 0.99) * 1e6}
+    # CPU while awaiting a 200 ms kernel.
+    cpu = []
+    for _ in range(3):
+        c0, t0 = time.process_time(), time.perf_counter()
+        gpu.long(200)
+        ev.record()
+        await w(ev, None)
+        cpu.append(100 * (time.process_time() - c0) / (time.perf_counter() - t0))
+    row["cpu_200ms_pct"] = statistics.median(cpu)
+    # 64 tasks, each its own stream, for `seconds`.
+    streams = [torch.cuda.Stream() for _ in range(64)]
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def task(s):
+        nonlocal done
+        e = torch.cuda.Event()
+        while time.perf_counter() < stop:
+            gpu.tiny(s)
+            e.record(s)
+            await w(e, s)
+            done += 1
+
+    c0, t0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(task(s) for s in streams))
+    wall = time.perf_counter() - t0
+    row["per_s_64"] = done / wall
+    row["cpu_64_pct"] = 100 * (time.process_time() - c0) / wall
+    torch.cuda.synchronize()
+    return row
+
+
+async def enqueue_only(gpu, seconds):
+    torch = gpu.torch
+    streams = [torch.cuda.Stream() for _ in range(64)]
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def task(s):
+        nonlocal done
+        e = torch.cuda.Event()
+        while time.perf_counter() < stop:
+            gpu.tiny(s)
+            e.record(s)
+            done += 1
+            await asyncio.sleep(0)  # interleave the 64 tasks as the waiting rows do
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(task(s) for s in streams))
+    wall = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    return {"per_s_64": done / wall}
+
+
+ROWS = ["spin", "sleep0", "executor", "numba", "cudaev"]
+
+
+async def gpu_rows(n, seconds):
+    gpu = Gpu()
+    out = {}
+    for name in ROWS:
+        try:
+            out[name] = await gpu_row(gpu, name, n, seconds)
+        except Exception as exc:
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            gpu.torch.cuda.synchronize()
+    out["enqueue_only"] = await enqueue_only(gpu, seconds)
+    return out
+
+
+# ---- report -------------------------------------------------------------------
+
+COLS = [("rt_p50_us", "round trip p50 us", "{:.1f}"), ("rt_p99_us", "p99 us", "{:.1f}"),
+        ("cpu_200ms_pct", "CPU % awaiting 200 ms", "{:.2f}"),
+        ("per_s_64", "completions/s, 64 tasks", "{:.0f}"), ("cpu_64_pct", "CPU % (64 tasks)", "{:.0f}"),
+        ("per_s", "round trips/s", "{:.0f}"), ("cpu_pct", "CPU %", "{:.0f}")]
+
+
+def table(results):
+    lines = []
+    for loop, rows in results["loops"].items():
+        cols = [c for c in COLS if any(c[0] in r for r in rows.values())]
+        lines.append(f"\n### {loop}\n")
+        lines.append("| way | " + " | ".join(c[1] for c in cols) + " |")
+        lines.append("|---|" + "---|" * len(cols))
+        for name, r in rows.items():
+            if "error" in r:
+                lines.append(f"| {name} | failed: {r['error']} |" + " |" * (len(cols) - 1))
+                continue
+            cells = [c[2].format(r[c[0]]) if c[0] in r else "" for c in cols]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    checks = results.get("targets")
+    if checks:
+        lines.append("\n### targets\n")
+        for t in checks:
+            lines.append(f"- {'PASS' if t['ok'] else 'FAIL'} {t['what']}: {t['got']}")
+    return "\n".join(lines) + "\n"
+
+
+def targets(results):
+    out = []
+    for loop, rows in results["loops"].items():
+        sp, cu = rows.get("spin", {}), rows.get("cudaev", {})
+        if "rt_p50_us" not in sp or "rt_p50_us" not in cu:
+            continue
+
+        def add(what, got, ok):
+            out.append({"loop": loop, "what": f"{loop}: {what}", "got": got, "ok": bool(ok)})
+
+        r = cu["rt_p50_us"] / sp["rt_p50_us"]
+        add("round trip p50 <= 1.2x spin", f"{r:.2f}x", r <= 1.2)
+        r = cu["rt_p99_us"] / sp["rt_p99_us"]
+        add("round trip p99 <= 1.5x spin p99", f"{r:.2f}x", r <= 1.5)
+        add("CPU awaiting 200 ms <= 1 %", f"{cu['cpu_200ms_pct']:.2f} %", cu["cpu_200ms_pct"] <= 1)
+        if loop == "uvloop":
+            s0, ex = rows["sleep0"].get("per_s_64"), rows["executor"].get("per_s_64")
+            eo = rows["enqueue_only"]["per_s_64"]
+            if s0:
+                add(">= 1.5x sleep(0) completions/s", f"{cu['per_s_64'] / s0:.2f}x",
+                    cu["per_s_64"] >= 1.5 * s0)
+            if ex:
+                add(">= 6x executor completions/s", f"{cu['per_s_64'] / ex:.2f}x",
+                    cu["per_s_64"] >= 6 * ex)
+            add(">= 0.6x enqueue-only rate", f"{cu['per_s_64'] / eo:.2f}x", cu["per_s_64"] >= 0.6 * eo)
+            add("no spinning core (64 tasks CPU < 100 %)", f"{cu['cpu_64_pct']:.0f} %",
+                cu["cpu_64_pct"] < 100)
+    return out
+
+
+def plot(results, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    loops = list(results["loops"])
+    names = [n for n in results["loops"][loops[0]] if "rt_p50_us" in results["loops"][loops[0]][n]]
+    if not names:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / len(loops)
+    for i, loop in enumerate(loops):
+        rows = results["loops"][loop]
+        ys = [rows.get(n, {}).get("rt_p50_us", 0) for n in names]
+        ax.bar([j + i * width for j in range(len(names))], ys, width, label=loop)
+    ax.set_xticks([j + width * (len(loops) - 1) / 2 for j in range(len(names))], names)
+    ax.set_ylabel("round trip p50 (us)")
+    ax.set_yscale("log")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=".", help="folder for py_await.json/.md/.png")
+    ap.add_argument("--quick", action="store_true", help="CPU-only rows (no GPU)")
+    ap.add_argument("--n", type=int, default=2000, help="round trips per row")
+    ap.add_argument("--seconds", type=float, default=2.0, help="length of each 64-task run")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    results = {"python": sys.version.split()[0], "quick": a.quick, "loops": {}}
+    for kind in LOOPS:
+        loop = new_loop(kind)
+        try:
+            coro = quick_rows(a.n) if a.quick else gpu_rows(a.n, a.seconds)
+            results["loops"][kind] = loop.run_until_complete(coro)
+        finally:
+            cudaev.detach(loop)
+            loop.close()
+    results["targets"] = targets(results)
+    if a.quick:
+        for kind, rows in results["loops"].items():
+            base, ours = rows["asyncio.Future"], rows["cudaev promise"]
+            rows["cudaev promise"]["extra_us"] = 1e6 / ours["per_s"] - 1e6 / base["per_s"]
+    md = table(results)
+    with open(os.path.join(a.out, "py_await.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(a.out, "py_await.md"), "w") as f:
+        f.write(md)
+    plotted = plot(results, os.path.join(a.out, "py_await.png"))
+    print(md)
+    print(f"# wrote {a.out}/py_await.json, py_await.md" + (", py_await.png" if plotted else
+                                                            " (no matplotlib: no plot)"))
+    return 1 if any(not t["ok"] for t in results["targets"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""cudaev: await CUDA streams and events from asyncio, beside any CUDA runtime.
+
+    import asyncio, torch, cudaev
+
+    async def main():
+        y = model(x)                                  # enqueue GPU work
+        await cudaev.wait(torch.cuda.current_stream())  # everything so far is done
+        ...
+
+    asyncio.run(main())          # or uvloop.run(main())
+
+No set-up: the first ``wait`` or ``host_func`` in a running asyncio loop
+attaches a cudaev loop to it (its eventfd through ``add_reader``, its
+deadline through ``call_at``); each asyncio loop, in each thread, gets its own.
+The process keeps its own CUDA runtime (PyTorch's, CuPy's, cuda-python's):
+cudaev uses the bundled ``libcudaev.so.1``, which exports only ``cudaev_*``
+names and talks to the driver.
+
+Thread rule: ``wait`` and ``host_func`` are called from a coroutine (or
+callback) running on an asyncio loop; what they return is awaited on that
+same loop. Every cudaev callback runs on that loop's thread, never on a
+driver thread.
+
+Public: wait, host_func, Stream, Event, CudaError, detach.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Awaitable, Callable, Optional, TypeVar
+
+from . import _native
+from ._attach import attached as _attached
+from ._attach import detach
+from ._errors import CudaError, error_for
+from ._handles import EVENT, Event, Stream, handle_of
+
+__all__ = ["wait", "host_func", "Stream", "Event", "CudaError", "detach"]
+__version__ = "0.1.0"
+
+_native._setup(error_for)
+
+T = TypeVar("T")
+
+
+async def _finish(fut: "asyncio.Future[T]", op: "_native.Op",
+                  timeout: Optional[float]) -> T:
+    if timeout is None:
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            op.cancel()
+            raise
+    async with asyncio.timeout(timeout):
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            op.cancel()
+            raise
+
+
+def wait(x: Any, timeout: Optional[float] = None) -> Awaitable[None]:
+    """Awaitable that completes when the GPU work ``x`` names has finished.
+
+    ``x`` names a stream (meaning: everything enqueued on it so far, at the
+    time of this call) or an event (its most recent record): any object with
+    ``__cuda_stream__``, ``torch.cuda.Stream`` / ``ExternalStream`` /
+    ``Event``, ``cupy.cuda.Stream`` / ``Event``, cuda.bindings' ``CUstream`` /
+    ``CUevent`` / ``cudaStream_t`` / ``cudaEvent_t``, a Numba stream, PyCUDA's
+    ``Stream`` / ``Event``, ``cudaev.Stream(h)`` / ``cudaev.Event(h)``, or an
+    int (a stream handle).
+
+    The work is captured here, when ``wait`` is called, not when the result
+    is first awaited. Raises ``CudaError`` (code, name, message) for a CUDA
+    error, sticky ones included; ``TimeoutError`` after ``timeout`` seconds
+    (or under ``asyncio.timeout``); cancelling the awaiting task cancels the
+    wait (the GPU work goes on) and releases everything it held.
+    ``TypeError`` for an object that names no stream or event; ``CudaError``
+    at once when the work cannot be awaited (no driver, a bad handle).
+
+    Thread: a thread running an asyncio loop; await the result there.
+    """
+    kind, h = handle_of(x)
+    st = _attached()
+    fut = st.aloop_ref().create_future()
+    op = st.native.event(h, fut) if kind == EVENT else st.native.stream(h, fut)
+    return _finish(fut, op, timeout)
+
+
+def host_func(stream: Any, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
+    """Runs ``fn(*args)`` on this asyncio loop's thread when ``stream`` gets
+    to this point; the awaitable gives fn's result (or raises its exception).
+
+    Work enqueued on the stream after this call waits until fn returned (the
+    stream is held at a gate the loop opens). fn runs inside the event loop,
+    with the GIL, never on a driver thread, so it may call CUDA, as long as
+    the call does not wait for the GPU:
+
+    - MAY: enqueue work (kernel launches, async copies between device and
+      pinned memory, event records, stream waits, graph launches), on any
+      stream, ``stream`` included (that work runs after fn returns); queries
+      (``stream.query()``, ``event.query()``).
+    - MUST NOT (deadlock: the GPU waits for fn, fn waits for the GPU): any
+      synchronize (device, ``stream``, or any stream or event with work behind
+      a pending host_func), synchronous copies (``.cpu()``, ``.item()``,
+      ``cudaMemcpy``, copies to pageable memory), allocations that may
+      synchronize (``cudaMalloc``/``cudaFree``/``cudaMallocHost``; PyTorch's
+      caching allocator may call them when it must grow), module loads,
+      blocking on another ``wait``'s result.
+    - Python: while a host_func is pending, no other thread may synchronize
+      with work queued behind it, and the asyncio loop must keep running
+      (a thread that blocks in ``torch.cuda.synchronize()`` waits for this
+      loop to run fn). PyTorch and CuPy release the GIL in their synchronizing
+      calls, so that wait does not stop this loop.
+
+    Cancelling the awaiting task drops the result; fn still runs (the stream
+    waits for it). Thread: a thread running an asyncio loop.
+    """
+    kind, h = handle_of(stream)
+    if kind == EVENT:
+        raise TypeError("cudaev.host_func needs a stream, not an event")
+    st = _attached()
+    fut = st.aloop_ref().create_future()
+    op = st.native.host_func(h, fn, args, fut)
+    return _finish(fut, op, None)
+
+
+# ---- private: promises and timers, which need no GPU (tests, benchmarks) ----
+
+class _Promise:
+    """A cudaev promise as an awaitable: ``await p`` after ``p.set(code)``."""
+
+    __slots__ = ("fut", "op")
+
+    def __init__(self) -> None:
+        st = _attached()
+        self.fut = st.aloop_ref().create_future()
+        self.op = st.native.promise(self.fut)
+
+    def set(self, code: int = 0) -> bool:
+        return self.op.set(code)
+
+    def wait(self, timeout: Optional[float] = None) -> Awaitable[None]:
+        return _finish(self.fut, self.op, timeout)
+
+
+def _promise() -> _Promise:
+    return _Promise()
+
+
+def _timer(seconds: float) -> Awaitable[None]:
+    """A cudaev timer future (through the loop's own deadline) as an awaitable."""
+    st = _attached()
+    fut = st.aloop_ref().create_future()
+    op = st.native.timer(max(0, int(seconds * 1e9)), fut)
+    return _finish(fut, op, None)

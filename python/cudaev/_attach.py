@@ -1,0 +1,123 @@
+"""One cudaev foreign-mode loop per running asyncio loop, attached on first use.
+
+The cudaev loop's eventfd joins the asyncio loop through ``add_reader``
+(a hint: every wake-up drains everything), its deadline through one
+``call_at`` / ``call_soon`` handle that is replaced whenever the library
+says the deadline moved (``cudaev_loop_set_timer_cb``). Both call
+``Loop.process``, so every cudaev continuation and loop-thread host function
+runs on the asyncio loop's thread, inside that call.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from typing import Optional
+
+from . import _native
+
+__all__ = ["attached", "detach"]
+
+_states: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Attached]" = \
+    weakref.WeakKeyDictionary()
+_lock = threading.Lock()  # guards _states; a loop only ever reads its own entry
+
+
+class _Attached:
+    __slots__ = ("native", "aloop_ref", "handle", "at", "fd", "finalizer", "__weakref__")
+
+    def __init__(self, aloop: asyncio.AbstractEventLoop) -> None:
+        native = _native.Loop()
+        self.native = native
+        self.aloop_ref = weakref.ref(aloop)
+        self.handle: Optional[asyncio.Handle] = None
+        self.at: Optional[float] = None  # the deadline told last, in loop time
+        self.fd = native.fd()
+        try:
+            aloop.add_reader(self.fd, native.process)
+        except BaseException:
+            native.destroy()
+            raise
+        # Runs when the asyncio loop object goes away (after close), or at exit.
+        self.finalizer = weakref.finalize(aloop, _finalize, native)
+        # Tells the current deadline at once (the handle is set inside).
+        native.set_timer_cb(self._deadline)
+
+    def _deadline(self, ns: int) -> None:
+        h = self.handle
+        if h is not None:
+            h.cancel()
+            self.handle = None
+        self.at = None
+        if ns < 0:
+            return
+        aloop = self.aloop_ref()
+        if aloop is None or aloop.is_closed():
+            return
+        if ns == 0:
+            self.handle = aloop.call_soon(self.native.process)
+        else:
+            self.at = aloop.time() + ns * 1e-9
+            self.handle = aloop.call_at(self.at, self._fire)
+
+    def _fire(self) -> None:
+        # A loop's timer may fire a little before the deadline (uvloop's
+        # clock counts milliseconds); the library then finds nothing due
+        # and, the deadline being the same, tells nothing new: arm it again.
+        self.handle = None
+        self.native.process()
+        if self.handle is None and self.at is not None:
+            aloop = self.aloop_ref()
+            if aloop is not None and not aloop.is_closed():
+                self.handle = aloop.call_at(max(self.at, aloop.time() + 1e-4), self._fire)
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+        aloop = self.aloop_ref()
+        if aloop is not None and not aloop.is_closed():
+            try:
+                aloop.remove_reader(self.fd)
+            except (RuntimeError, ValueError, OSError):
+                pass
+        self.finalizer.detach()
+        self.native.destroy()
+
+
+def _finalize(native: "_native.Loop") -> None:
+    native.destroy()
+
+
+def attached() -> _Attached:
+    """The cudaev loop of the running asyncio loop, attached on first use."""
+    try:
+        aloop = asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError("cudaev: no running asyncio event loop in this thread; call "
+                           "cudaev.wait / cudaev.host_func from a coroutine (asyncio.run, "
+                           "uvloop.run, or loop.run_until_complete)") from None
+    st = _states.get(aloop)
+    if st is None or st.native.closed:
+        if aloop.is_closed():
+            raise RuntimeError("cudaev: the asyncio loop is closed")
+        st = _Attached(aloop)
+        with _lock:
+            _states[aloop] = st
+    return st
+
+
+def detach(loop: Optional[asyncio.AbstractEventLoop] = None) -> bool:
+    """Detaches cudaev from an asyncio loop (default: the running one): removes
+    its reader and deadline and destroys its cudaev loop; pending waits fail
+    with CudaError(CUDAEV_ERROR_LOOP_DESTROYED). Not needed before closing a
+    loop (that is noticed when the loop object goes away), but frees the
+    eventfd at once. True if something was attached. Thread: the loop's."""
+    if loop is None:
+        loop = asyncio.get_running_loop()
+    with _lock:
+        st = _states.pop(loop, None)
+    if st is None:
+        return False
+    st.close()
+    return True
