@@ -253,16 +253,19 @@ class Master:
         self.stopping = False
 
     def spawn(self, i, wait_ready):
+        """Starts worker i on its socket; with wait_ready, returns once it
+        serves (ok) or died (not ok)."""
         fd = self.socks[i].fileno()
-        rfd, wfd = os.pipe()
         cmd = [sys.executable, os.path.abspath(__file__)] + self.argv + [
-            "--worker-fd", str(fd), "--ready-fd", str(wfd), "--worker-index", str(i),
-            "--restarts", str(self.restarts[i])]
-        p = subprocess.Popen(cmd, pass_fds=(fd, wfd))
+            "--worker-fd", str(fd), "--worker-index", str(i), "--restarts", str(self.restarts[i])]
+        if not wait_ready:
+            p = subprocess.Popen(cmd, pass_fds=(fd,))
+            p.started = time.monotonic()
+            return p, True
+        rfd, wfd = os.pipe()
+        p = subprocess.Popen(cmd + ["--ready-fd", str(wfd)], pass_fds=(fd, wfd))
         os.close(wfd)
-        ok = True
-        if wait_ready:
-            ok = os.read(rfd, 1) == b"r"
+        ok = os.read(rfd, 1) == b"r"  # b"": it exited before serving
         os.close(rfd)
         p.started = time.monotonic()
         return p, ok

@@ -29,11 +29,12 @@ TEXT = "text/plain; charset=utf-8"
 
 def text(status, line, close=False, headers=None):
     h = {"Content-Type": TEXT}
-    if close:
-        h["Connection"] = "close"
     if headers:
         h.update(headers)
-    return web.Response(status=status, body=(line + "\n").encode(), headers=h)
+    resp = web.Response(status=status, body=(line + "\n").encode(), headers=h)
+    if close:
+        resp.force_close()  # aiohttp writes "Connection: close" and closes after it
+    return resp
 
 
 class Service:
@@ -137,7 +138,8 @@ class Service:
             return text(400, "body shorter than its Content-Length", True)
         except TimeoutError:
             self.metrics.timeout("body")
-            return text(408, f"request body not complete within {cfg.body_deadline_ms} ms", True)
+            return await self._cut(request, text(
+                408, f"request body not complete within {cfg.body_deadline_ms} ms", True))
         if over:
             return text(413, f"body is over the limit of {self.max_body} bytes", True)
         n = self.model.inputs
@@ -164,9 +166,19 @@ class Service:
         h = {"Content-Type": "application/octet-stream" if kind == "raw" else "application/json",
              "X-Batch-Id": str(a.batch_id), "X-Batch-Size": str(a.size),
              "X-Batch-Row": str(a.row), "X-Device": str(a.device)}
+        resp = web.Response(body=body, headers=h)
         if self.draining:
-            h["Connection"] = "close"
-        return web.Response(body=body, headers=h)
+            resp.force_close()
+        return resp
+
+    async def _cut(self, request, resp):
+        """Sends resp, then closes the connection at once: aiohttp would
+        otherwise linger up to 10 s reading the rest of a body that a slow
+        client may never send (the C service shuts the socket, conn.c)."""
+        await resp.prepare(request)
+        await resp.write_eof()
+        request.protocol.force_close()
+        return resp
 
     async def _read_body(self, request, cl):
         """The body, or (None, True) once it passed --max-body (the rest is
