@@ -16,7 +16,11 @@ import tempfile
 import time
 
 import numpy as np
-import pytest
+
+try:
+    import pytest
+except ImportError:  # test_gpu.py also runs as a script where pytest is missing
+    pytest = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
@@ -32,12 +36,12 @@ class Server:
     """``server.py --model-device cpu`` on a free port; ``stop()`` sends SIGTERM
     and returns the exit status."""
 
-    def __init__(self, args=(), cmd=None, workers=1):
+    def __init__(self, args=(), cmd=None, workers=1, device="cpu"):
         self.dir = tempfile.mkdtemp(prefix="pyservice-")
         self.port_file = os.path.join(self.dir, "port")
         self.log = open(os.path.join(self.dir, "log"), "w+")
         if cmd is None:
-            cmd = [sys.executable, SERVER, "--model-device", "cpu", "--layers", LAYERS,
+            cmd = [sys.executable, SERVER, "--model-device", device, "--layers", LAYERS,
                    "--workers", str(workers)]
         self.proc = subprocess.Popen(cmd + ["--port", "0", "--port-file", self.port_file] +
                                      list(args), stdout=self.log, stderr=subprocess.STDOUT)
@@ -133,6 +137,7 @@ def raw_http(port, data, read_timeout=5.0):
     return got
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng(1)
+if pytest is not None:
+    @pytest.fixture
+    def rng():
+        return np.random.default_rng(1)

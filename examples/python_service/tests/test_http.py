@@ -342,3 +342,21 @@ def test_answers_equal_the_c_service():
             assert a[0] == b[0] and a[2] == b[2], (a, b)
         pc.close()
         cc.close()
+
+
+def test_torch_cpu():
+    """--cpu-impl torch: PyTorch's CPU arithmetic (float64, each layer rounded
+    to float32) gives the reference's answers, bit for bit."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pytest.skip("torch does not import")
+    with Server(["--cpu-impl", "torch"]) as s:
+        xs = np.random.default_rng(8).uniform(-3, 3, (200, s.model.inputs)).astype(np.float32)
+        ref = s.model.forward(xs)
+        c = s.conn()
+        for i, x in enumerate(xs):
+            st, _, y, _ = s.infer(x, raw=bool(i % 2), conn=c)
+            assert st == 200 and np.array_equal(y, ref[i]), i
+        c.close()
+        assert s.stop() == 0
