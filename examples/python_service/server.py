@@ -29,6 +29,7 @@ Thread: single-threaded asyncio in each worker; the master is one thread.
 import argparse
 import asyncio
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -220,6 +221,11 @@ async def serve(cfg):
 
 
 def worker_main(cfg):
+    # Thousands of connections per worker: as many fds as the hard limit
+    # allows, as the C service does.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     if cfg.loop == "uvloop":
         try:
             import uvloop

@@ -166,6 +166,10 @@ def test_load(wait, rng):
     with Server(["--wait", wait, "--cpu-delay-us", "200"], workers=2) as s:
         xs = rng.uniform(-1, 1, (total, s.model.inputs)).astype(np.float32)
         ref = s.model.forward(xs)
+        fds0 = {}
+        for _ in range(20):
+            m = s.metrics()
+            fds0.setdefault(m["infer_worker"], m["process_open_fds"])
 
         def client(i):
             c = s.conn()
@@ -192,6 +196,17 @@ def test_load(wait, rng):
         for pair in rows:
             by_worker[pair] = by_worker.get(pair, 0) + 1
         assert max(by_worker.values()) <= 2
+        # The clients are gone: each worker's fds go back to what they were.
+        deadline = time.monotonic() + 10 * SLOW
+        while True:
+            m = s.metrics()
+            w = m["infer_worker"]
+            if w in fds0 and m["process_open_fds"] <= fds0[w]:
+                fds0.pop(w)
+            if not fds0:
+                break
+            assert time.monotonic() < deadline, f"fds not back to idle: {fds0} now {m}"
+            time.sleep(0.05)
         assert s.stop() == 0
 
 
