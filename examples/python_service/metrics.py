@@ -116,7 +116,7 @@ class Metrics:
                 if v:
                     o.append(f'infer_other_requests_total{{path="{p}",code="{c}"}} {v}\n')
         o.append("# HELP infer_http_timeouts_total Connections cut because the client did not "
-                 "complete its request's body within its deadline.\n"
+                 "complete its request's headers or body within their deadline.\n"
                  "# TYPE infer_http_timeouts_total counter\n")
         for p, v in self.timeouts.items():
             o.append(f'infer_http_timeouts_total{{phase="{p}"}} {v}\n')

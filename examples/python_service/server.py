@@ -40,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+HEADER_DEADLINES = "cudaev.header_deadlines"  # the app's slowclient.HeaderDeadlines
 EXIT_RESTART = 75  # a worker asks to be replaced (EX_TEMPFAIL)
 _SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
@@ -105,6 +106,10 @@ def make_parser():
       help="requests waiting for a batch before 503 (default 8192)")
     a("--deadline-ms", type=_positive, default=2000,
       help="not answered N ms after its body arrived: 504 (default 2000)")
+    a("--header-deadline-ms", type=_positive, default=10000,
+      help="the request line and headers must arrive within N ms of the connection's start "
+           "(a later request on it: of its first byte), else 408 and the connection is closed "
+           "(default 10000)")
     a("--body-deadline-ms", type=_positive, default=10000,
       help="the body must arrive within N ms of the headers, else 408 (default 10000)")
     a("--max-body", type=_natural, default=0,
@@ -134,6 +139,7 @@ def make_app(cfg, model=None, metrics=None):
     import metrics as metrics_mod
     import model as model_mod
     import service
+    import slowclient
     import waiting
 
     if model is None:
@@ -142,8 +148,10 @@ def make_app(cfg, model=None, metrics=None):
         metrics = metrics_mod.Metrics(cfg.max_batch, cfg.worker_index, cfg.workers, cfg.wait,
                                       cfg.restarts)
     svc = service.Service(cfg, model, metrics)
-    app = web.Application(client_max_size=svc.max_body + 1)
+    deadlines = slowclient.HeaderDeadlines(cfg.header_deadline_ms, metrics)
+    app = web.Application(client_max_size=svc.max_body + 1, middlewares=[deadlines.middleware])
     app[service.SERVICE] = svc
+    app[HEADER_DEADLINES] = deadlines
 
     async def start(app):
         waiting.prepare(cfg, need_cudaev=cfg.model_device == "cuda")
@@ -188,7 +196,8 @@ async def serve(cfg):
                            keepalive_timeout=cfg.connection_timeout)
     await runner.setup()
     sock = socket.socket(fileno=cfg.worker_fd)
-    server = await loop.create_server(runner.server, sock=sock, backlog=4096)
+    server = await loop.create_server(app[HEADER_DEADLINES].wrap(runner.server), sock=sock,
+                                      backlog=4096)
     stop = asyncio.Event()
     state = {"code": 0, "reason": "draining", "signals": 0}
 

@@ -375,3 +375,53 @@ def test_torch_cpu():
             assert st == 200 and np.array_equal(y, ref[i]), i
         c.close()
         assert s.stop() == 0
+
+
+def test_slow_clients():
+    """Headers trickled past --header-deadline-ms, and a kept-alive
+    connection's next request line trickled: 408 and closed at the deadline;
+    an idle kept-alive connection is not cut by it; good clients are served."""
+    with Server(["--header-deadline-ms", "800"]) as s:
+        def slow(first, drip, every=0.2, limit=6.0):
+            sock = socket.create_connection(("127.0.0.1", s.port), timeout=limit * SLOW)
+            sock.sendall(first)
+            t0 = time.monotonic()
+            got = b""
+            sock.settimeout(every)
+            while time.monotonic() - t0 < limit * SLOW:
+                try:
+                    b = sock.recv(65536)
+                    if not b:
+                        return got, time.monotonic() - t0
+                    got += b
+                except socket.timeout:
+                    try:
+                        sock.sendall(drip)
+                    except OSError:
+                        pass
+            return got, None
+
+        with ThreadPoolExecutor(6) as ex:
+            hdr = [ex.submit(slow, b"GET /health HTTP/1.1\r\n", b"X-a: b\r\n") for _ in range(3)]
+            keep = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /hea"
+            nxt = [ex.submit(slow, keep, b"a") for _ in range(2)]
+            x = np.full(s.model.inputs, 0.25, np.float32)
+            for _ in range(5):
+                st, _, y, _ = s.infer(x)
+                assert st == 200 and np.array_equal(y, s.model.forward(x[None])[0])
+            for f in hdr:
+                got, took = f.result()
+                assert got.startswith(b"HTTP/1.1 408") and b"within 800 ms" in got, got[:120]
+                assert took is not None and 0.7 < took < 3 * SLOW, took
+            for f in nxt:
+                got, took = f.result()
+                assert got.startswith(b"HTTP/1.1 200") and b"HTTP/1.1 408" in got, got[:300]
+                assert took is not None and took < 3 * SLOW, took
+        # A kept-alive connection that says nothing is left to the idle timeout.
+        c = s.conn()
+        assert s.request("GET", "/health", conn=c)[0] == 200
+        time.sleep(1.2)
+        assert s.request("GET", "/health", conn=c)[0] == 200
+        c.close()
+        assert s.metrics()['infer_http_timeouts_total{phase="headers"}'] == 5
+        assert s.stop() == 0
