@@ -279,8 +279,11 @@ class Batcher:
         except waiting.DeviceFault as e:
             self._failed(rows, f"device fault: {e}")
             return
-        except RuntimeError as e:  # the launch itself failed (CUDA error at enqueue)
-            self._failed(rows, f"device fault: {str(e).splitlines()[0]}")
+        except (RuntimeError, OSError, ValueError, TypeError, MemoryError) as e:
+            # The launch itself failed (a CUDA error at enqueue, out of memory):
+            # the batch is answered, never left to its deadline.
+            why = (str(e).splitlines() or [""])[0]
+            self._failed(rows, f"device fault: {type(e).__name__}: {why}")
             return
         except asyncio.CancelledError:  # a drain that gave up: the rows get 503
             for r in rows:

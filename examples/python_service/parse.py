@@ -43,7 +43,7 @@ def json_floats(body, n):
     except json.JSONDecodeError as e:
         raise BadBody(f"bad JSON at byte {e.pos}: {e.msg}") from None
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise BadBody(f"bad JSON: {str(e).splitlines()[0]}") from None
+        raise BadBody(f"bad JSON: {(str(e).splitlines() or [type(e).__name__])[0]}") from None
     if not isinstance(v, list):
         raise BadBody(f"bad JSON: want an array of {n} numbers")
     for i, x in enumerate(v):

@@ -203,10 +203,12 @@ async def serve(cfg):
 
     def on_signal():
         state["signals"] += 1
-        if state["signals"] > 1 and svc.batcher is not None:
-            svc.batcher.fail_queued("draining")  # a second signal: give up now
-            for t in list(svc.batcher.inflight):
-                t.cancel()
+        if state["signals"] > 1:  # a second signal: give up the drain now
+            state["gave_up"] = True
+            if svc.batcher is not None:
+                svc.batcher.fail_queued("draining")
+                for t in list(svc.batcher.inflight):
+                    t.cancel()
         stop.set()
 
     def on_unrecoverable(why):
@@ -226,10 +228,24 @@ async def serve(cfg):
     server.close()  # stop accepting; the master's copy keeps the backlog for a successor
     ok = await svc.drain(cfg.drain_timeout, state["reason"])
     await runner.cleanup()
-    return state["code"] or (0 if ok else 1)
+    return state["code"] or (0 if ok and not state.get("gave_up") else 1)
+
+
+def _die_with_master():
+    """SIGTERM when the master dies, however it dies (PR_SET_PDEATHSIG): a
+    worker never outlives it holding the port."""
+    master = os.getppid()
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != master:  # it died before the call
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def worker_main(cfg):
+    _die_with_master()
     # Thousands of connections per worker: as many fds as the hard limit
     # allows, as the C service does.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

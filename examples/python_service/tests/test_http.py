@@ -425,3 +425,18 @@ def test_slow_clients():
         c.close()
         assert s.metrics()['infer_http_timeouts_total{phase="headers"}'] == 5
         assert s.stop() == 0
+
+
+def test_workers_die_with_the_master():
+    """A master killed outright (SIGKILL) takes its workers with it."""
+    s = Server([], workers=2)
+    with s:
+        kids = [int(p) for p in open(f"/proc/{s.proc.pid}/task/{s.proc.pid}/children").read().split()]
+        assert len(kids) == 2
+        s.proc.kill()
+        s.proc.wait()
+        deadline = time.monotonic() + 20 * SLOW
+        while any(os.path.exists(f"/proc/{k}") and
+                  open(f"/proc/{k}/stat").read().split()[2] != "Z" for k in kids):
+            assert time.monotonic() < deadline, "a worker outlived its master"
+            time.sleep(0.05)
