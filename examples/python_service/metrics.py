@@ -122,7 +122,8 @@ class Metrics:
             o.append(f'infer_http_timeouts_total{{phase="{p}"}} {v}\n')
         for h in (self.latency, self.batch, self.gpu):
             h.render(o)
-        o.append(f"# TYPE infer_batch_rows_total counter\ninfer_batch_rows_total {self.batch_rows}\n"
+        o.append("# TYPE infer_batch_rows_total counter\n"
+                 f"infer_batch_rows_total {self.batch_rows}\n"
                  f"# TYPE infer_gpu_seconds_total counter\n"
                  f"infer_gpu_seconds_total {_g9(self.gpu_seconds)}\n"
                  f"# TYPE infer_device_resets_total counter\n"

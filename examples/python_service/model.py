@@ -37,7 +37,8 @@ def parse_dims(text):
             not p.strip().isdigit() for p in parts):
         raise ValueError(f"--layers: '{text}': want 3 or 4 sizes 1..{MAX_DIM} separated by commas")
     if len(dims) > MAX_LAYERS + 1:
-        raise ValueError(f"--layers: '{text}': at most {MAX_LAYERS} layers ({MAX_LAYERS + 1} sizes)")
+        raise ValueError(f"--layers: '{text}': at most {MAX_LAYERS} layers "
+                         f"({MAX_LAYERS + 1} sizes)")
     if len(dims) < 3:
         raise ValueError(f"--layers: '{text}': want 2 or 3 layers (3 or 4 sizes)")
     return dims

@@ -431,7 +431,8 @@ def test_workers_die_with_the_master():
     """A master killed outright (SIGKILL) takes its workers with it."""
     s = Server([], workers=2)
     with s:
-        kids = [int(p) for p in open(f"/proc/{s.proc.pid}/task/{s.proc.pid}/children").read().split()]
+        pid = s.proc.pid
+        kids = [int(p) for p in open(f"/proc/{pid}/task/{pid}/children").read().split()]
         assert len(kids) == 2
         s.proc.kill()
         s.proc.wait()
