@@ -27,6 +27,11 @@
 #             NVIDIA's runtime and on ours), with the application's libev
 #   serve     bench/serve.sh: wrk against the service and its twin (about
 #             3 minutes; SERVE_* apply); its table and plot land in OUT/serve
+#   pyservice the Python service on the GPU (examples/python_service/tests/
+#             test_gpu.py: answers under load per --wait mode, a fault and the
+#             worker replaced), then bench/serve_py.sh (five servers at 1, 16,
+#             256 and 4096 connections, about 3 minutes; SERVE_* apply) into
+#             OUT/serve-py; needs python3 with torch, aiohttp, uvloop, numpy
 #   badinput  tests/badinput/run.sh, if present (at most BADINPUT_BUDGET s)
 #   multi     with two or more GPUs: tests/pytorch/ddp.sh (DDP over NCCL, one
 #             process a GPU, both runtimes) and the service under wrk on one
@@ -143,6 +148,21 @@ for part in "$@"; do
         bash bench/serve.sh "$out/serve" >"$logs/serve.txt" 2>&1
       note "serve: exit $?"
       grep -E '^\*\*|^\| (async|twin)' "$out/serve/serve.md" 2>/dev/null | tee -a "$summary" >/dev/null
+      ;;
+    pyservice)
+      python3 -c 'import torch, aiohttp, uvloop, numpy; print("torch", torch.__version__,
+        "aiohttp", aiohttp.__version__, "uvloop", uvloop.__version__, "numpy", numpy.__version__)' \
+        2>&1 | tail -n 1 | tee -a "$summary"
+      PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 \
+        python3 examples/python_service/tests/test_gpu.py \
+        >"$logs/pyservice.txt" 2>&1
+      note "pyservice gpu tests: exit $?"
+      grep -E '^(ok|not ok|skip|[0-9]+ passed)' "$logs/pyservice.txt" | tee -a "$summary" >/dev/null
+      LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH SERVE_BUILD_DIR=$build \
+        bash bench/serve_py.sh "$out/serve-py" >"$logs/serve-py.txt" 2>&1
+      note "serve_py: exit $?"
+      grep -E '^\| (py-|async|twin)|^- (PASS|FAIL)|^All' "$out/serve-py/serve_py.md" 2>/dev/null |
+        tee -a "$summary" >/dev/null
       ;;
     badinput)
       if [ -x tests/badinput/run.sh ]; then
