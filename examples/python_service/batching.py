@@ -66,8 +66,6 @@ class Slot:
 class CpuDevice:
     """The stand-in device: one worker thread computing batches in order."""
 
-    recoverable_default = True
-
     def __init__(self, model, cfg):
         self.model, self.cfg = model, cfg
         self.ordinal = 0

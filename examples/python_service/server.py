@@ -228,6 +228,9 @@ async def serve(cfg):
     server.close()  # stop accepting; the master's copy keeps the backlog for a successor
     ok = await svc.drain(cfg.drain_timeout, state["reason"])
     await runner.cleanup()
+    # Closing the loop puts back the signals' default action (terminate): a
+    # SIGTERM from the master from now on must not turn this exit into a kill.
+    signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     return state["code"] or (0 if ok and not state.get("gave_up") else 1)
 
 

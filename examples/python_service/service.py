@@ -205,6 +205,8 @@ class Service:
         self.draining = True
         self.drain_reason = reason
         if self.batcher is not None:
+            if not self.batcher.up:  # a device that will not come back: nothing queued leaves
+                self.batcher.fail_queued(reason)
             self.batcher.drain()
         try:
             await asyncio.wait_for(self.idle.wait(), timeout)

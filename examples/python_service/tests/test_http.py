@@ -441,3 +441,27 @@ def test_workers_die_with_the_master():
                   open(f"/proc/{k}/stat").read().split()[2] != "Z" for k in kids):
             assert time.monotonic() < deadline, "a worker outlived its master"
             time.sleep(0.05)
+
+
+def test_restart_answers_the_queue():
+    """Requests queued behind a batch whose fault takes a restart get 503
+    "restarting" at once, not their deadline's 504."""
+    with Server(["--fault-injection", "--cpu-delay-us", "300000", "--max-batch", "1",
+                 "--streams", "1", "--batch-window-us", "0", "--deadline-ms", "5000"]) as s:
+        x = np.full(s.model.inputs, 0.5, np.float32)
+        conns = [s.conn() for _ in range(3)]
+        for c in conns:
+            c.connect()
+        with ThreadPoolExecutor(3) as ex:
+            a = ex.submit(s.infer, x, False, conns[0], {"X-Inject-Fault": "sticky"})
+            time.sleep(0.1 * SLOW)
+            t0 = time.monotonic()
+            rest = [ex.submit(s.infer, x, False, c) for c in conns[1:]]
+            st, _, _, data = a.result()
+            assert st == 503 and one_line(data, "device fault"), data
+            for f in rest:
+                st, _, _, data = f.result()
+                assert st == 503 and one_line(data, "restarting"), (st, data)
+            assert time.monotonic() - t0 < 2.5 * SLOW
+        rc = s.stop()
+        assert rc == 0, s.output()
