@@ -41,7 +41,7 @@ def verdict(rows):
                 f"{'PASS' if ok else 'FAIL'}")
 
 
-def plot(rows, path):
+def plot(rows, path, title="inference service (one loop thread) vs its thread-per-connection twin"):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -65,7 +65,7 @@ def plot(rows, path):
         ax.grid(True, alpha=0.3)
         ax.legend()
     ax2.set_yscale("log")
-    fig.suptitle("inference service (one loop thread) vs its thread-per-connection twin")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return f"plot: {path}"

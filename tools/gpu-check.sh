@@ -30,6 +30,11 @@
 #   nginx     deploy/test_nginx.py --backend gpu: nginx in front of two GPU
 #             service processes (one per GPU where there are two), one killed
 #             and restarted under load, both scraped; logs in OUT/nginx
+#   pyservice the Python service on the GPU (examples/python_service/tests/
+#             test_gpu.py: answers under load per --wait mode, a fault and the
+#             worker replaced), then bench/serve_py.sh (five servers at 1, 16,
+#             256 and 4096 connections, about 3 minutes; SERVE_* apply) into
+#             OUT/serve-py; needs python3 with torch, aiohttp, uvloop, numpy
 #   badinput  tests/badinput/run.sh, if present (at most BADINPUT_BUDGET s)
 #   multi     with two or more GPUs: tests/pytorch/ddp.sh (DDP over NCCL, one
 #             process a GPU, both runtimes) and the service under wrk on one
@@ -81,6 +86,19 @@ else
   note "libev: not in ldconfig, not on LD_LIBRARY_PATH ($LD_LIBRARY_PATH)"
 fi
 note "NEEDED of ours: $(readelf -d "$build/libcudart.so.13" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+
+# The Python package: the carried wheel (tools/py-wheel.sh, build/py-dist)
+# unpacked once into a private folder; prints that folder.
+py_site_dir=""
+py_site() {
+  if [ -z "$py_site_dir" ]; then
+    py_site_dir=$(mktemp -d)
+    local whl
+    whl=$(ls build/py-dist/cudaev-*.whl 2>/dev/null | head -n 1)
+    [ -n "$whl" ] && python3 -m zipfile -e "$whl" "$py_site_dir"
+  fi
+  echo "$py_site_dir"
+}
 
 for part in "$@"; do
   t0=$(date +%s)
@@ -159,6 +177,21 @@ for part in "$@"; do
         --backend gpu --out "$out/nginx" >"$logs/nginx.txt" 2>&1
       note "nginx: exit $? (77: skipped); $(grep -E '^(requests|scrape|FAIL|SKIP)' "$logs/nginx.txt" | tr '\n' ' ')"
       [ -z "$ngx" ] || rm -rf "$ngx"
+      ;;
+    pyservice)
+      python3 -c 'import torch, aiohttp, uvloop, numpy; print("torch", torch.__version__,
+        "aiohttp", aiohttp.__version__, "uvloop", uvloop.__version__, "numpy", numpy.__version__)' \
+        2>&1 | tail -n 1 | tee -a "$summary"
+      PYTHONPATH=$(py_site)${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 \
+        python3 examples/python_service/tests/test_gpu.py \
+        >"$logs/pyservice.txt" 2>&1
+      note "pyservice gpu tests: exit $?"
+      grep -E '^(ok|not ok|skip|[0-9]+ passed)' "$logs/pyservice.txt" | tee -a "$summary" >/dev/null
+      LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH SERVE_BUILD_DIR=$build \
+        bash bench/serve_py.sh "$out/serve-py" >"$logs/serve-py.txt" 2>&1
+      note "serve_py: exit $?"
+      grep -E '^\| (py-|async|twin)|^- (PASS|FAIL)|^All' "$out/serve-py/serve_py.md" 2>/dev/null |
+        tee -a "$summary" >/dev/null
       ;;
     badinput)
       if [ -x tests/badinput/run.sh ]; then

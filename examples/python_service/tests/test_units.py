@@ -1,0 +1,160 @@
+"""The pieces without HTTP: the three waits, the model's weights and forward
+pass, the body parser."""
+import argparse
+import asyncio
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import model
+import parse
+import waiting
+
+
+def cfg(mode):
+    return argparse.Namespace(wait=mode)
+
+
+class FakeCudaEvent:
+    """A CUDA event's query()/synchronize(), failing as torch does on a fault."""
+
+    def __init__(self, after_s, error=None):
+        self.t = time.monotonic() + after_s
+        self.error = error
+        self.queries = 0
+
+    def query(self):
+        self.queries += 1
+        done = time.monotonic() >= self.t
+        if done and self.error:
+            raise RuntimeError(f"CUDA error: {self.error}\nmore lines")
+        return done
+
+    def synchronize(self):
+        time.sleep(max(0.0, self.t - time.monotonic()))
+        if self.error:
+            raise RuntimeError(f"CUDA error: {self.error}")
+
+
+@pytest.mark.parametrize("mode", waiting.MODES)
+def test_host_event_each_mode(mode):
+    async def go():
+        ev = waiting.HostEvent()
+        threading.Timer(0.05, ev.set).start()
+        t0 = time.monotonic()
+        await waiting.wait_event(cfg(mode), ev)
+        assert time.monotonic() - t0 >= 0.04
+        assert ev.query()
+        bad = waiting.HostEvent()
+        threading.Timer(0.01, bad.set, ("stand-in fault",)).start()
+        with pytest.raises(waiting.DeviceFault, match="stand-in fault"):
+            await waiting.wait_event(cfg(mode), bad)
+        never = waiting.HostEvent()
+        with pytest.raises((TimeoutError, asyncio.TimeoutError)):
+            await waiting.wait_event(cfg(mode), never, timeout=0.05)
+        never.set()  # the executor's thread returns
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("mode", ("executor", "poll"))
+def test_cuda_like_event(mode):
+    async def go():
+        ev = FakeCudaEvent(0.03)
+        await waiting.wait_event(cfg(mode), ev)
+        if mode == "poll":
+            assert ev.queries > 1, "the poller yields and asks again"
+        with pytest.raises(waiting.DeviceFault, match="illegal memory access") as e:
+            await waiting.wait_event(cfg(mode), FakeCudaEvent(0.01, "an illegal memory access"))
+        assert "\n" not in str(e.value)
+    asyncio.run(go())
+
+
+def test_poll_lets_the_loop_run():
+    """While the poller waits, other tasks on the loop run."""
+    async def go():
+        ticks = 0
+
+        async def other():
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+        t = asyncio.create_task(other())
+        await waiting.wait_event(cfg("poll"), FakeCudaEvent(0.02))
+        t.cancel()
+        assert ticks > 1
+    asyncio.run(go())
+
+
+def test_prepare():
+    waiting.prepare(cfg("poll"), need_cudaev=True)  # no cudaev needed
+    with pytest.raises(SystemExit, match="--wait"):
+        waiting.prepare(cfg("spin"), need_cudaev=False)
+    try:
+        import cudaev  # noqa: F401
+    except ImportError:
+        with pytest.raises(SystemExit, match="cannot import cudaev"):
+            waiting.prepare(cfg("cudaev"), need_cudaev=True)
+        waiting.prepare(cfg("cudaev"), need_cudaev=False)  # the CPU path goes on
+
+
+def test_weights_and_forward():
+    dims = [64, 256, 256, 16]
+    m = model.Model.generate(dims, 1)
+    assert [w.shape for w in m.w] == [(64, 256), (256, 256), (256, 16)]
+    assert all(w.dtype == np.float32 for w in m.w + m.b)
+    # The documented answer of the C service to [0.1] * 64 (docs/inference_server.md).
+    y = m.forward(np.full((1, 64), 0.1, np.float32))[0]
+    assert parse.format_json(y).startswith(b"[0.0322372839,0.215034887,-0.104975276,")
+    assert not np.array_equal(model.Model.generate(dims, 2).w[0], m.w[0])
+    # Rows are independent: a batch equals its rows one by one.
+    x = np.random.default_rng(0).uniform(-1, 1, (9, 64)).astype(np.float32)
+    assert np.array_equal(m.forward(x), np.concatenate([m.forward(r[None]) for r in x]))
+
+
+def test_weights_file(tmp_path):
+    m = model.Model.generate([8, 4, 3], 9)
+    p = str(tmp_path / "w")
+    m.save(p)
+    back = model.Model.load(p, [8, 4, 3])
+    assert back.seed == 9 and all(np.array_equal(a, b) for a, b in zip(back.w, m.w))
+    with pytest.raises(ValueError, match="differ"):
+        model.Model.load(p, [8, 4, 4])
+    data = bytearray(open(p, "rb").read())
+    data[40] ^= 0xFF
+    open(p, "wb").write(data)
+    with pytest.raises(ValueError, match="CRC"):
+        model.Model.load(p)
+    open(p, "wb").write(b"CEVM")
+    with pytest.raises(ValueError, match="truncated"):
+        model.Model.load(p)
+
+
+def test_parse_dims():
+    assert model.parse_dims("64,256,256,16") == [64, 256, 256, 16]
+    for bad in ("4,4", "1,2,3,4,5", "0,2,3", "a,b,c", "8192,8193,1", "", "4,,4"):
+        with pytest.raises(ValueError, match="--layers"):
+            model.parse_dims(bad)
+
+
+def test_parse_bodies():
+    assert parse.content_kind(None) == "json"
+    assert parse.content_kind(" Application/JSON; charset=utf-8") == "json"
+    assert parse.content_kind("application/octet-stream") == "raw"
+    assert parse.content_kind("application/jsonx") is None
+    assert parse.json_floats(b" [1, -2.5e1 ,3] ", 3).tolist() == [1.0, -25.0, 3.0]
+    for bad, why in ((b"[1,2]", "wrong length"), (b"[1e39,1,1]", "out of float32"),
+                     (b'[1,"2",3]', "not a number"), (b"[true,1,1]", "not a number"),
+                     (b"\xff", "bad JSON"), (b"[NaN,1,1]", "bad JSON")):
+        with pytest.raises(parse.BadBody, match=why):
+            parse.json_floats(bad, 3)
+    raw = np.array([1, 2, 3], "<f4").tobytes()
+    assert parse.raw_floats(raw, 3).tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(parse.BadBody, match="wrong length"):
+        parse.raw_floats(raw[:-1], 3)
+    with pytest.raises(parse.BadBody, match="not finite"):
+        parse.raw_floats(np.array([1, np.inf, 3], "<f4").tobytes(), 3)
+    assert parse.format_json(np.array([0.1, -1e-7, 16777216, np.nan], np.float32)) == \
+        b"[0.100000001,-1.00000001e-07,16777216,null]\n"
