@@ -3,8 +3,10 @@ each token streamed to its client as it is made (docs/python_service.md,
 "The decode loop").
 
 The service (``server.py``) calls ``add_arguments(parser)`` and
-``setup(app, cfg)``; run alone (``python3 decode.py --port 8080``) this file
-serves the endpoint with ``/metrics`` and ``/health`` beside it.
+``setup(app, cfg)``: the decode loop runs on the device ``--model-device``
+names (``cuda``: PyTorch on ``--cuda-device``; ``cpu``: numpy on a worker
+thread, or torch with ``--cpu-impl torch``), each step awaited as ``--wait``
+says, in every worker process.
 
 Request: JSON ``{"prompt": [token ids] | "text", "max_tokens": N}``; a text
 prompt is its UTF-8 bytes as token ids 0..255. Answer: 200 and one JSON
@@ -12,7 +14,7 @@ object per line, ``{"index": i, "token": t}`` per token as it is made, then
 ``{"done": true, "finish_reason": "length", "tokens": n}``; with ``Accept:
 text/event-stream`` the same objects as server-sent events (``data: ...``
 and a blank line). Errors, each a one-line reason: 415 (not JSON), 413
-(body over --decode-max-body), 400 (bad JSON, prompt not a non-empty list
+(body over --decode-max-body), 405 (not POST), 400 (bad JSON, prompt not a non-empty list
 of token ids below the vocabulary or a non-empty string, max_tokens not an
 integer), 422 (max_tokens below 1, or prompt plus max_tokens past the
 model's positions), 503 (draining, or --decode-max-waiting requests already
@@ -21,12 +23,10 @@ boundary.
 
 Thread: everything here runs on the event loop's thread.
 """
-import argparse
 import asyncio
 import json
 import os
-import signal
-import sys
+import time
 
 from aiohttp import web
 
@@ -43,10 +43,6 @@ except AttributeError:  # aiohttp before 3.9 keys apps by strings
 
 def add_arguments(parser):
     g = parser.add_argument_group("decode loop (POST /v1/generate)")
-    g.add_argument("--decode-backend", default="auto", choices=("auto", "torch", "cpu"),
-                   help="torch on the GPU, or numpy on a CPU worker thread; auto: torch when "
-                   "it sees a CUDA device (default auto)")
-    g.add_argument("--decode-device", default="cuda", help="torch device (default cuda)")
     g.add_argument("--decode-max-batch", type=int, default=64,
                    help="KV-cache slots: sequences decoded together (default 64)")
     g.add_argument("--decode-max-waiting", type=int, default=1024,
@@ -84,21 +80,50 @@ def _weights(cfg, dims):
 
 
 class DecodeService:
-    """The engine, its backend and metrics, as one app holds them."""
+    """The engine, its backend and metrics, as one app holds them; the
+    backend is made at the app's start-up (``start``), on the loop."""
 
     def __init__(self, cfg):
-        import waiting  # noqa: PLC0415 (the service's module, beside this one)
-
         if cfg.decode_max_batch < 1:
             raise SystemExit("--decode-max-batch: want at least 1")
         self.cfg, self.dims = cfg, decode_model.Dims()
-        self.backend = decode_backends.make_backend(
-            cfg.decode_backend, _weights(cfg, self.dims), self.dims, cfg.decode_max_batch,
-            cfg.decode_device)
-        waiting.prepare(cfg, need_cudaev=self.backend.name == "torch")
         self.metrics = decode_metrics.DecodeMetrics(cfg.decode_max_batch)
+        self.backend = self.engine = None
+        self.service = None  # the service's Service, for its drain state
+        self.streams = 0  # answers being streamed
+        self.streams_done = asyncio.Event()
+        self.streams_done.set()
+
+    def start(self):
+        import waiting  # noqa: PLC0415 (the service's module, beside this one)
+
+        cfg = self.cfg
+        self.backend = decode_backends.make_backend(cfg, _weights(cfg, self.dims), self.dims)
         self.engine = decode_engine.Engine(self.backend, lambda ev: waiting.wait_event(cfg, ev),
                                            self.metrics, cfg.decode_max_waiting)
+        self.engine.start()
+
+    async def drain(self):
+        """Lets running and waiting sequences finish, and their answers
+        reach their clients, for up to --decode-drain-timeout seconds; then
+        stops the rest (their streams end with finish_reason "drain").
+        Idempotent."""
+        if self.engine is None:
+            return
+        deadline = time.monotonic() + self.cfg.decode_drain_timeout
+        await self.engine.drain(self.cfg.decode_drain_timeout)
+        try:
+            await asyncio.wait_for(self.streams_done.wait(),
+                                   max(0.5, deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            pass
+
+    async def close(self):
+        await self.drain()
+        if self.engine is not None:
+            await self.engine.close()
+        if self.backend is not None:
+            self.backend.close()
 
     def parse(self, body):
         """The prompt and max_tokens of a request body, or _BadRequest."""
@@ -135,15 +160,28 @@ class DecodeService:
     async def handle(self, request):
         status = 200
         try:
+            if request.method != "POST":
+                status = 405
+                return web.Response(status=405, text="method not allowed: use POST\n",
+                                    headers={"Allow": "POST"})
             if request.content_type != "application/json":
                 raise _BadRequest(415, "Content-Type: want application/json")
             limit = self.cfg.decode_max_body
             if request.content_length is not None and request.content_length > limit:
                 raise _BadRequest(413, f"body: {request.content_length} bytes, at most {limit}")
-            body = await request.content.read(limit + 1)
-            if len(body) > limit:
+            chunks, size = [], 0
+            while size <= limit:  # read() may answer with less than it was asked
+                chunk = await request.content.read(limit + 1 - size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            body = b"".join(chunks)
+            if size > limit:
                 raise _BadRequest(413, f"body: over {limit} bytes")
             prompt, n = self.parse(body)
+            if self.service is not None and self.service.draining:
+                raise _BadRequest(503, self.service.drain_reason)
             try:
                 seq = self.engine.submit(prompt, n)
             except decode_engine.Busy as e:
@@ -164,6 +202,8 @@ class DecodeService:
             "Content-Type": "text/event-stream" if sse else "application/x-ndjson",
             "Cache-Control": "no-cache", "X-Sequence-Id": str(seq.id)})
         index = 0
+        self.streams += 1
+        self.streams_done.clear()
         try:
             await resp.prepare(request)
             done = False
@@ -187,77 +227,38 @@ class DecodeService:
             pass
         finally:
             self.engine.cancel(seq)
+            self.streams -= 1
+            if not self.streams:
+                self.streams_done.set()
         return resp
 
 
 def setup(app, cfg):
-    """Adds POST /v1/generate to ``app``; the engine starts with the app
-    and, at its shutdown, drains (--decode-drain-timeout). The service's
-    /metrics appends ``app[decode.DECODE].metrics.render()``."""
+    """Adds POST /v1/generate to ``app`` and the decode loop's lines to the
+    service's /metrics. The engine starts with the app; at the app's
+    shutdown (after the service's own drain) it drains: running and
+    waiting sequences get --decode-drain-timeout seconds to finish."""
+    import service  # noqa: PLC0415 (the service's module, beside this one)
+
     svc = DecodeService(cfg)
     app[DECODE] = svc
-    app.router.add_post("/v1/generate", svc.handle)
+    svc.service = app.get(service.SERVICE)
+    if svc.service is not None:
+        svc.service.extra_metrics.append(svc.metrics.render)
+    app.router.add_route("*", "/v1/generate", svc.handle)
 
     async def start(app):
-        svc.engine.start()
+        svc.start()
 
+    # aiohttp runs on_shutdown only for a runner with sites (server.py has
+    # none: it serves on its own sockets), so cleanup drains as well.
     async def drain(app):
-        await svc.engine.drain(cfg.decode_drain_timeout)
+        await svc.drain()
 
     async def close(app):
-        await svc.engine.close()
-        svc.backend.close()
+        await svc.close()
 
     app.on_startup.append(start)
     app.on_shutdown.append(drain)
     app.on_cleanup.append(close)
     return svc
-
-
-async def _serve(cfg):
-    app = web.Application()
-    svc = setup(app, cfg)
-
-    async def metrics(request):
-        return web.Response(text=svc.metrics.render(), content_type="text/plain")
-
-    async def health(request):
-        if svc.engine.draining:
-            return web.Response(status=503, text="draining\n")
-        return web.Response(text="ok\n")
-
-    app.router.add_get("/metrics", metrics)
-    app.router.add_get("/health", health)
-    runner = web.AppRunner(app, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, cfg.host, cfg.port)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    print(f"decode: listening on {cfg.host}:{port} (backend {svc.backend.name}, "
-          f"--wait {cfg.wait})", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for s in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(s, stop.set)
-    await stop.wait()
-    await runner.cleanup()
-
-
-def main(argv=None):
-    p = argparse.ArgumentParser(description="The decode loop alone (POST /v1/generate).")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8080, help="0: any free port (printed)")
-    p.add_argument("--wait", default="cudaev", help="cudaev, executor or poll (default cudaev)")
-    p.add_argument("--uvloop", action="store_true", help="run on uvloop")
-    add_arguments(p)
-    cfg = p.parse_args(argv)
-    if cfg.uvloop:
-        import uvloop  # noqa: PLC0415
-
-        uvloop.install()
-    asyncio.run(_serve(cfg))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

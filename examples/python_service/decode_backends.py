@@ -54,17 +54,17 @@ class CpuBackend:
         self._pool.shutdown(wait=True)
 
 
-def make_backend(kind, weights, dims=Dims(), max_batch=64, device="cuda"):
-    """``kind``: "cpu", "torch", or "auto" (torch when it imports and sees a
-    CUDA device, else cpu). Raises ``SystemExit`` with the reason when
-    "torch" cannot run."""
-    if kind in ("auto", "torch"):
+def make_backend(cfg, weights, dims=Dims()):
+    """The backend the service's flags choose: ``--model-device cuda``:
+    torch on ``cuda:--cuda-device``; ``cpu``: numpy on a worker thread, or
+    torch on the CPU with ``--cpu-impl torch``. Raises ``SystemExit`` with
+    the reason when torch cannot run."""
+    max_batch = cfg.decode_max_batch
+    if cfg.model_device == "cuda" or cfg.cpu_impl == "torch":
+        device = f"cuda:{cfg.cuda_device}" if cfg.model_device == "cuda" else "cpu"
         try:
             import decode_torch  # noqa: PLC0415 (imports torch: only when asked)
             return decode_torch.TorchBackend(weights, dims, max_batch, device)
         except (ImportError, RuntimeError) as e:
-            if kind == "torch":
-                raise SystemExit(f"--decode-backend torch: {type(e).__name__}: {e}") from None
-    if kind not in ("auto", "cpu"):
-        raise SystemExit(f"--decode-backend: '{kind}': want auto, torch or cpu")
+            raise SystemExit(f"decode loop on {device}: {type(e).__name__}: {e}") from None
     return CpuBackend(weights, dims, max_batch)

@@ -81,17 +81,20 @@ class TorchBackend:
         self.max_batch, self.max_len = max_batch, dims.max_len
         self.model = TorchModel(weights, dims, max_batch, device)
         pin = self.model.device.type == "cuda"
-        self.h_in = torch.empty((3, max_batch), dtype=torch.int64, pin_memory=pin)
+        # Tokens, positions and slots of n rows are its first 3n entries: one
+        # contiguous pinned range, so one asynchronous copy.
+        self.h_in = torch.empty((3 * max_batch,), dtype=torch.int64, pin_memory=pin)
         self.h_out = torch.empty((max_batch,), dtype=torch.int64, pin_memory=pin)
-        self.d_in = torch.empty((3, max_batch), dtype=torch.int64, device=self.model.device)
+        self.d_in = torch.empty((3 * max_batch,), dtype=torch.int64, device=self.model.device)
 
     def enqueue(self, tokens, positions, slots):
         n = len(tokens)
         hin = self.h_in.numpy()
-        hin[0, :n], hin[1, :n], hin[2, :n] = tokens, positions, slots
-        d_in = self.d_in[:, :n]
-        d_in.copy_(self.h_in[:, :n], non_blocking=True)
-        nxt = self.model.forward(d_in[0], d_in[1], d_in[2], int(positions.max()) + 1).argmax(-1)
+        hin[:n], hin[n:2 * n], hin[2 * n:3 * n] = tokens, positions, slots
+        d_in = self.d_in[:3 * n]
+        d_in.copy_(self.h_in[:3 * n], non_blocking=True)
+        tok, pos, slot = d_in.view(3, n)
+        nxt = self.model.forward(tok, pos, slot, int(positions.max()) + 1).argmax(-1)
         self.h_out[:n].copy_(nxt, non_blocking=True)
         if self.model.device.type == "cuda":
             event = torch.cuda.Event()
