@@ -296,8 +296,9 @@ def test_busy_and_drain(tmp_path):
                 return busy, await a, await b
         busy, (ta, fa), (tb, fb) = asyncio.run(go())
         assert busy[0] == 503 and "already wait" in busy[1], busy
-        assert ta == decode_model.reference_generate(REF, [1], 40) and fa["finish_reason"] == "length"
-        assert tb == decode_model.reference_generate(REF, [2], 10) and fb["finish_reason"] == "length"
+        assert ta == decode_model.reference_generate(REF, [1], 40)
+        assert tb == decode_model.reference_generate(REF, [2], 10)
+        assert fa["finish_reason"] == fb["finish_reason"] == "length"
     finally:
         # The SIGTERM above drains; a second one would make it give up.
         rc, rest = s.stop(signal_it=False)
