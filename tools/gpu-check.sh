@@ -35,6 +35,10 @@
 #             worker replaced), then bench/serve_py.sh (five servers at 1, 16,
 #             256 and 4096 connections, about 3 minutes; SERVE_* apply) into
 #             OUT/serve-py; needs python3 with torch, aiohttp, uvloop, numpy
+#   decode    bench/decode_load.py: the decode loop (POST /v1/generate) per
+#             --wait mode at 1, 16 and 64 streams of 256 tokens, every answer
+#             checked against torch one request at a time (about 3 minutes)
+#             into OUT/decode-load.*; needs what pyservice needs
 #   badinput  tests/badinput/run.sh, if present (at most BADINPUT_BUDGET s)
 #   multi     with two or more GPUs: tests/pytorch/ddp.sh (DDP over NCCL, one
 #             process a GPU, both runtimes) and the service under wrk on one
@@ -191,6 +195,13 @@ for part in "$@"; do
         bash bench/serve_py.sh "$out/serve-py" >"$logs/serve-py.txt" 2>&1
       note "serve_py: exit $?"
       grep -E '^\| (py-|async|twin)|^- (PASS|FAIL)|^All' "$out/serve-py/serve_py.md" 2>/dev/null |
+        tee -a "$summary" >/dev/null
+      ;;
+    decode)
+      PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 \
+        python3 bench/decode_load.py --out "$out/decode-load" >"$logs/decode.txt" 2>&1
+      note "decode_load: exit $?"
+      grep -E '^\| (cudaev|executor|poll) |^- |^  CPU|^Answers' "$out/decode-load.md" 2>/dev/null |
         tee -a "$summary" >/dev/null
       ;;
     badinput)

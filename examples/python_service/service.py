@@ -10,7 +10,8 @@ end. 200: the outputs (JSON or raw float32) with X-Batch-Id, X-Batch-Size,
 X-Batch-Row and X-Device.
 
 ``make_app`` (server.py) puts one Service in ``app[SERVICE]``; other
-endpoints (decode.py) may read ``service.draining`` and ``service.metrics``.
+endpoints (decode.py) may read ``service.draining`` and ``service.metrics``,
+and append a function returning Prometheus lines to ``service.extra_metrics``.
 
 Thread: the event loop's thread only.
 """
@@ -49,6 +50,7 @@ class Service:
         self.idle = asyncio.Event()
         self.idle.set()
         self.on_unrecoverable = None  # set by the worker: start the restart
+        self.extra_metrics = []  # other endpoints' render() functions, appended to /metrics
 
     def start(self, device):
         self.device = device
@@ -91,7 +93,8 @@ class Service:
         m.active_requests = self.active
         # Counted before rendering, as the C service counts a scrape once answered.
         m.other_request("/metrics", 200)
-        return web.Response(body=m.render().encode(),
+        body = m.render() + "".join(f() for f in self.extra_metrics)
+        return web.Response(body=body.encode(),
                             headers={"Content-Type": "text/plain; version=0.0.4"})
 
     async def not_found(self, request):

@@ -1,0 +1,199 @@
+"""Continuous batching: one asyncio task runs the decode steps of every
+running sequence together.
+
+A request becomes a :class:`Sequence` (``Engine.submit``) and waits in a
+queue; at each step boundary the engine admits waiting sequences into free
+KV-cache slots, removes the finished and the cancelled ones, and runs one
+step for the batch: the model enqueues the work and hands back an event,
+the engine awaits it with ``wait_event`` (the ``--wait`` mode), then gives
+each sequence that produced a token its token, through the sequence's
+asyncio queue. A prompt is fed one token per step through the same batched
+step (prefill and decode are one kind of step), so a joining sequence never
+holds up the running ones for longer than one step.
+
+With nothing to run the task awaits an ``asyncio.Event`` that ``submit``
+sets: an idle service uses no CPU.
+
+Thread: every method runs on the event loop's thread; the model's work runs
+wherever the backend puts it (the GPU, or the CPU backend's worker thread).
+"""
+import asyncio
+import collections
+import time
+
+import numpy as np
+
+END = None  # what a sequence's queue yields after its last token
+
+
+class Busy(Exception):
+    """The engine is draining or its waiting queue is full (HTTP 503)."""
+
+
+class Sequence:
+    """One request's generation. ``queue`` yields each token (an int) as the
+    engine makes it, then END; ``finish_reason`` is set before END:
+    "length" (max_tokens reached), "cancelled" or "drain" (stopped by a
+    drain that ran out of time), or "error: ..." (the device failed)."""
+
+    __slots__ = ("id", "prompt", "max_tokens", "queue", "slot", "pos", "generated",
+                 "cancelled", "finish_reason", "t_submit")
+
+    def __init__(self, seq_id, prompt, max_tokens):
+        self.id, self.prompt, self.max_tokens = seq_id, list(prompt), max_tokens
+        self.queue = asyncio.Queue()
+        self.slot = None
+        self.pos = 0  # tokens fed so far
+        self.generated = []
+        self.cancelled = False
+        self.finish_reason = None
+        self.t_submit = time.monotonic()
+
+    def next_input(self):
+        return self.prompt[self.pos] if self.pos < len(self.prompt) else self.generated[-1]
+
+
+class Engine:
+    """``backend`` has ``max_batch``, ``max_len`` and ``enqueue(tokens,
+    positions, slots) -> event`` and ``result(n) -> int64 [n]`` (the next
+    tokens of the last enqueued step, valid once its event completed);
+    ``wait`` is ``async wait(event)``; ``metrics`` a :class:`DecodeMetrics`."""
+
+    def __init__(self, backend, wait, metrics, max_waiting=1024):
+        self.backend, self.wait, self.metrics = backend, wait, metrics
+        self.max_waiting = max_waiting
+        self.free_slots = list(range(backend.max_batch - 1, -1, -1))
+        self.waiting = collections.deque()
+        self.running = []
+        self.draining = False
+        self._wake = asyncio.Event()
+        self._task = None
+        self._next_id = 0
+        self._stop = False
+
+    def start(self):
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="decode-engine")
+
+    def submit(self, prompt, max_tokens):
+        """Queues a request; the caller reads ``seq.queue``. Raises
+        :class:`Busy` while draining or when ``max_waiting`` wait already."""
+        if self.draining or self._stop:
+            raise Busy("draining")
+        if len(self.waiting) >= self.max_waiting:
+            raise Busy(f"{len(self.waiting)} requests already wait for a slot")
+        seq = Sequence(self._next_id, prompt, max_tokens)
+        self._next_id += 1
+        self.waiting.append(seq)
+        self._wake.set()
+        return seq
+
+    def cancel(self, seq):
+        """Stops ``seq`` (its client left): it leaves at the next step
+        boundary and its slot is freed there. Harmless once it ended."""
+        if seq.finish_reason is None:
+            seq.cancelled = True
+            self._wake.set()
+
+    @property
+    def active(self):
+        return len(self.running) + len(self.waiting)
+
+    async def drain(self, timeout):
+        """Admits nothing new; waits up to ``timeout`` seconds for every
+        admitted and waiting sequence to finish, then stops the rest
+        (finish_reason "drain") and the task. Returns how many were stopped."""
+        self.draining = True
+        deadline = time.monotonic() + timeout
+        while self.active and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        stopped = self.active
+        await self.close("drain")
+        return stopped
+
+    async def close(self, reason="drain"):
+        """Ends every sequence with ``reason`` and stops the task (after the
+        step in flight, if any, completes)."""
+        self._stop = True
+        self._wake.set()
+        if self._task is not None:
+            try:
+                await self._task
+            finally:
+                self._task = None
+        for seq in list(self.running) + list(self.waiting):
+            self._finish(seq, reason)
+        self.waiting.clear()
+
+    def _finish(self, seq, reason):
+        seq.finish_reason = reason
+        seq.queue.put_nowait(END)
+        if seq.slot is not None:
+            self.free_slots.append(seq.slot)
+            seq.slot = None
+        self.metrics.finished(reason)
+
+    def _boundary(self):
+        """The step boundary: the cancelled leave, the waiting join."""
+        keep = []
+        for seq in self.running:
+            if seq.cancelled:
+                self._finish(seq, "cancelled")
+            else:
+                keep.append(seq)
+        self.running = keep
+        while self.waiting and self.free_slots:
+            seq = self.waiting.popleft()
+            if seq.cancelled:
+                self._finish(seq, "cancelled")
+                continue
+            seq.slot = self.free_slots.pop()
+            self.running.append(seq)
+        while self.waiting and self.waiting[0].cancelled:
+            self._finish(self.waiting.popleft(), "cancelled")
+        self.metrics.active = len(self.running)
+        self.metrics.waiting = len(self.waiting)
+
+    async def _run(self):
+        while not self._stop:
+            self._boundary()
+            if not self.running:
+                self._wake.clear()
+                if not self.waiting:
+                    await self._wake.wait()
+                continue
+            batch = self.running
+            n = len(batch)
+            tokens = np.fromiter((s.next_input() for s in batch), np.int64, n)
+            positions = np.fromiter((s.pos for s in batch), np.int64, n)
+            slots = np.fromiter((s.slot for s in batch), np.int64, n)
+            t0 = time.monotonic()
+            try:
+                event = self.backend.enqueue(tokens, positions, slots)
+                await self.wait(event)
+                out = self.backend.result(n)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # the device failed the step: its sequences end
+                reason = f"error: {type(e).__name__}: {e}".splitlines()[0]
+                for seq in batch:
+                    self._finish(seq, reason)
+                self.running = []
+                continue
+            self.metrics.step(time.monotonic() - t0, n)
+            self._deliver(batch, out)
+
+    def _deliver(self, batch, out):
+        keep = []
+        made = 0
+        for seq, tok in zip(batch, out.tolist()):
+            seq.pos += 1
+            if seq.pos >= len(seq.prompt) and not seq.cancelled:
+                seq.generated.append(tok)
+                seq.queue.put_nowait(tok)
+                made += 1
+                if len(seq.generated) >= seq.max_tokens:
+                    self._finish(seq, "length")
+                    continue
+            keep.append(seq)
+        self.metrics.tokens += made
+        self.running = keep
