@@ -49,8 +49,8 @@ struct app {
   cudaev::loop loop;
   bool gpu = false;
   std::array<cudaev::future, NREQ> promise; /* --promises: set by the worker */
-  cudaev::future slow;                       /* never set in time */
-  std::array<int, NREQ> ok{};                /* each request's check passed */
+  cudaev::future slow;                      /* never set in time */
+  std::array<int, NREQ> ok{};               /* each request's check passed */
   int slow_ok = 0, done = 0, ticks = 0, failures = 0;
 };
 
@@ -72,17 +72,17 @@ asio::awaitable<void> gpu_request(app &a, int i) {
     for (size_t j = 0; j < BYTES; j++) in[j] = static_cast<unsigned char>(i * 31 + j);
     std::memset(out, 0, BYTES);
     cudaev::future f;
-    cudaev::check(cudaev_memcpy_async(a.loop.get(), dev, in, BYTES, cudaMemcpyHostToDevice, s,
-                                      f.out()),
-                  "cudaev_memcpy_async");
+    cudaev::check(
+        cudaev_memcpy_async(a.loop.get(), dev, in, BYTES, cudaMemcpyHostToDevice, s, f.out()),
+        "cudaev_memcpy_async");
     co_await cudaev::async_wait(f, asio::use_awaitable);
     cudaev::check(cudaev_memset_async(a.loop.get(), static_cast<char *>(dev) + BYTES / 2, 0x5a + i,
                                       BYTES / 2, s, f.out()),
                   "cudaev_memset_async");
     co_await cudaev::async_wait(f, asio::use_awaitable);
-    cudaev::check(cudaev_memcpy_async(a.loop.get(), out, dev, BYTES, cudaMemcpyDeviceToHost, s,
-                                      f.out()),
-                  "cudaev_memcpy_async");
+    cudaev::check(
+        cudaev_memcpy_async(a.loop.get(), out, dev, BYTES, cudaMemcpyDeviceToHost, s, f.out()),
+        "cudaev_memcpy_async");
     co_await cudaev::async_wait(f, asio::use_awaitable);
     bool good = true;
     for (size_t j = 0; good && j < BYTES; j++)

@@ -120,7 +120,9 @@ class loop {
    * std::system_error on failure, or set ec (and give an empty handle).
    * Thread: any. */
   static loop new_foreign() { return make(cudaev_loop_new_foreign, "cudaev_loop_new_foreign"); }
-  static loop new_foreign(std::error_code &ec) noexcept { return make(cudaev_loop_new_foreign, ec); }
+  static loop new_foreign(std::error_code &ec) noexcept {
+    return make(cudaev_loop_new_foreign, ec);
+  }
   static loop new_thread() { return make(cudaev_loop_new_thread, "cudaev_loop_new_thread"); }
   static loop new_thread(std::error_code &ec) noexcept { return make(cudaev_loop_new_thread, ec); }
 

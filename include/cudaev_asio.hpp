@@ -36,11 +36,11 @@
  * Cancellation (the handler's asio::cancellation_slot: a coroutine under
  * asio::experimental::awaitable_operators `||`, a cancellation_signal):
  * terminal, partial and total cancellation end the wait, which completes
- * with asio::error::operation_aborted (equal to
- * std::errc::operation_canceled). The future is left alone: its work goes
+ * with asio::error::operation_aborted (Asio's own code; it does not compare
+ * equal to std::errc::operation_canceled). The future is left alone: its work goes
  * on and others may still wait for it; cancel the work itself with
  * future::cancel(), which completes the wait with CUDAEV_ERROR_CANCELLED
- * (also equal to std::errc::operation_canceled). Destroying the io_context
+ * (equal to std::errc::operation_canceled). Destroying the io_context
  * while waits are pending destroys their handlers without invoking them,
  * as Asio does with its own operations (a coroutine suspended in the wait
  * is destroyed); the futures are left alone here too.
@@ -177,8 +177,7 @@ struct wait_cancel {
   void operator()(asio::cancellation_type_t t) {
     using ct = asio::cancellation_type;
     if ((t & (ct::terminal | ct::partial | ct::total)) == ct::none) return;
-    if (std::shared_ptr<wait_op> o = op.lock())
-      wait_finish(*o, asio::error::operation_aborted);
+    if (std::shared_ptr<wait_op> o = op.lock()) wait_finish(*o, asio::error::operation_aborted);
   }
 };
 
@@ -371,8 +370,7 @@ class asio_driver {
   static void watch(const std::shared_ptr<state> &s) {
     s->fd.async_wait(asio::posix::stream_descriptor::wait_read, [s](const std::error_code &ec) {
       if (s->stopped) return;
-      if (ec)
-        throw std::system_error(ec, "cudaev::asio_driver: waiting for the loop's fd");
+      if (ec) throw std::system_error(ec, "cudaev::asio_driver: waiting for the loop's fd");
       /* Asio's reactor is edge-triggered: a write to the fd while no wait
        * is queued is not reported. So the next wait is queued before the
        * pass drains the fd: a write before the drain is seen by the pass,

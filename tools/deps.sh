@@ -16,10 +16,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # make: jemalloc's build. libuv1-dev and liburing-dev are for
 # examples/loop_libuv.c and examples/loop_uring.c only (each is skipped where
 # its library is missing); libmicrohttpd-dev for examples/inference_server
-# (skipped without it), wrk for its load test (bench/serve.sh).
+# (skipped without it), wrk for its load test (bench/serve.sh); g++ and
+# libasio-dev for include/cudaev.hpp's tests and examples/loop_asio.cpp
+# (skipped without them).
 packages="libev-dev libcriterion-dev meson ninja-build pkg-config python3 binutils gcc make
   dpkg-dev bzip2 xz-utils libgl-dev libegl-dev libvdpau-dev libvulkan-dev clang-format
-  libuv1-dev liburing-dev libmicrohttpd-dev wrk"
+  libuv1-dev liburing-dev libmicrohttpd-dev wrk g++ libasio-dev"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
