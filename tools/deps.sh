@@ -20,10 +20,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # curl for deploy/ (nginx in front of two service processes; its test).
 # python3-*: the Python package (python/): its build (setuptools, wheel, pip,
 # the headers) and its tests (pytest, pytest-asyncio, uvloop); python3-aiohttp and
-# -numpy for examples/python_service.
+# -numpy for examples/python_service; g++ and libasio-dev for include/cudaev.hpp's
+# tests and examples/loop_asio.cpp (skipped without them).
 packages="libev-dev libcriterion-dev meson ninja-build pkg-config python3 binutils gcc make
   dpkg-dev bzip2 xz-utils libgl-dev libegl-dev libvdpau-dev libvulkan-dev clang-format
-  libuv1-dev liburing-dev libmicrohttpd-dev wrk nginx curl
+  libuv1-dev liburing-dev libmicrohttpd-dev wrk nginx curl g++ libasio-dev
   python3-dev python3-pip python3-setuptools python3-wheel python3-pytest
   python3-pytest-asyncio python3-uvloop python3-aiohttp python3-numpy"
 missing=""
