@@ -63,6 +63,7 @@ static cudaError_t gpu_init(struct cudaev_loop *loop) {
   pthread_mutex_init(&g->all_mu, NULL);
   atomic_init(&g->all[0], g);
   atomic_init(&g->nall, 1);
+  g->stall = cudaev__stall_new(loop);
   loop->gpu = g;
   return cudaSuccess;
 }
@@ -113,6 +114,7 @@ static size_t gpu_pending(struct cudaev_loop *loop) {
  * current around theirs (the pass entered the loop's), so that the
  * continuations run inline see the context their work ran in. */
 static bool gpu_poll_all(struct cudaev_loop *loop) {
+  cudaev__stall_poll(loop->gpu->stall);
   bool any = cudaev__gpu_poll(loop, loop->gpu);
   for (uint32_t i = 1; i < nall(loop); i++) {
     struct cudaev__gpu *g = state(loop, i);
@@ -125,6 +127,7 @@ static bool gpu_poll_all(struct cudaev_loop *loop) {
 }
 
 static void gpu_tick_all(struct cudaev_loop *loop, uint64_t now) {
+  cudaev__stall_tick(loop->gpu->stall, now);
   cudaev__gpu_watchdog(loop, loop->gpu, now);
   for (uint32_t i = 1; i < nall(loop); i++) {
     struct cudaev__gpu *g = state(loop, i);
@@ -174,7 +177,10 @@ static void gpu_fini(struct cudaev_loop *loop) {
     cudaev__ctx_out(pushed);
     cudaev__gpu_records_free(g);
     pthread_mutex_destroy(&g->mu);
-    if (i == 0) pthread_mutex_destroy(&g->all_mu);
+    if (i == 0) {
+      pthread_mutex_destroy(&g->all_mu);
+      cudaev__stall_free(g->stall);
+    }
     cudaev__free(g, sizeof *g);
   }
   loop->gpu = NULL;

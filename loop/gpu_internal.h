@@ -25,6 +25,7 @@
 #define CUDAEV_GPU_INTERNAL_H
 
 #include "loop_internal.h"
+#include "stall.h"
 
 #define WORDS_PER_CHUNK         4096u /* completion words per chunk of pinned memory */
 #define MAX_CHUNKS              1024u
@@ -87,6 +88,8 @@ struct cudaev__hgate {
   _Atomic uint32_t reached;
   _Atomic uint32_t open;
   struct cudaev__waker *w;
+  struct cudaev__stall *stall; /* held until gate_fn has run (stall.h) */
+  CUstream stream;
 };
 
 /* A stream's record (gpu_stream.c): its FIFO of our futures and what the
@@ -185,6 +188,9 @@ struct cudaev__gpu {
   struct cudaev__gpu *_Atomic all[MAX_CTX];
   _Atomic uint32_t nall;
   pthread_mutex_t all_mu;
+  /* Index 0 only: the loop's record for the detection of host functions
+   * that wait for a loop nobody drives (stall.h); NULL: not watched. */
+  struct cudaev__stall *stall;
 };
 
 /* A cudaev_future_new_work_done waiting for f's marker: g completes when it passes. */
