@@ -1,7 +1,7 @@
 /* The GPU completion source: futures of work on CUDA streams
  * (gpu_submit.c, hostfn.c), completed by the loop (gpu_poll.c). This file
  * holds its table (cudaev__source_gpu), its creation and its destroy;
- * gpu_internal.h lists the other files and their contracts.
+ * gpu_ctx.h lists the other headers and their owners.
  *
  * How a completion is detected (docs/design.md has the picture):
  *  - every submission enqueues, after the work, a marker: either
@@ -44,7 +44,14 @@
  *    future; any other code is its outcome. Loop-thread host functions
  *    then use a driver host function that blocks on a futex until the loop
  *    has run fn (struct cudaev__hgate), followed by a pooled event. */
-#include "gpu_internal.h"
+#include "gpu_ctx.h"
+#include "gpu_done.h"
+#include "gpu_marker.h"
+#include "gpu_poll.h"
+#include "gpu_stream.h"
+#include "gpu_wake.h"
+#include "hostfn.h"
+#include "stall.h"
 
 #include <stdlib.h>
 #include <string.h>

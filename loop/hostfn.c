@@ -3,7 +3,11 @@
  * may call CUDA (docs/design.md, "Loop-thread host functions", says what it
  * must not call). The loop side (running fn, opening the gate) is in
  * finish(), gpu_poll.c. */
-#include "gpu_internal.h"
+#include "hostfn.h"
+#include "gpu_ctx.h"
+#include "gpu_marker.h"
+#include "gpu_wake.h"
+#include "stall.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
