@@ -132,17 +132,11 @@ static void CUDA_CB gate_wake_fn(void *arg) {
   cudaev__free(gw, sizeof *gw);
 }
 
-/* Enqueues the wake-up of a gate on st. On failure the loop still finds
- * the signal by polling (the watchdog's passes), unwatched. */
-static void enqueue_gate_wake(struct cudaev_loop *loop, CUstream st) {
-  struct gate_wake *gw = cudaev__alloc(sizeof *gw);
-  if (gw == NULL) {
-    /* Out of memory: a plain wake-up, without the stall's record. */
-    atomic_fetch_add_explicit(&loop->waker->refs, 1, memory_order_relaxed);
-    if (cudaev__drv.cuLaunchHostFunc(st, cudaev__gpu_wake_fn, loop->waker) != CUDA_SUCCESS)
-      cudaev__waker_release(loop->waker);
-    return;
-  }
+/* Enqueues the wake-up of a gate on st, with gw (taken before anything
+ * was on the stream, so that out of memory fails the submission cleanly).
+ * If the enqueue fails, the loop still finds the signal by polling (the
+ * watchdog's passes), unwatched. */
+static void enqueue_gate_wake(struct cudaev_loop *loop, CUstream st, struct gate_wake *gw) {
   gw->w = loop->waker;
   atomic_fetch_add_explicit(&gw->w->refs, 1, memory_order_relaxed);
   gw->stall = loop->gpu->stall;
@@ -174,7 +168,8 @@ CUDAEV_EXPORT cudaError_t cudaev_launch_host_func_async(cudaev_loop_t *loop, cud
   struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
   uint32_t gate = 0;
   bool have_sig = false, have_gate = false, have_fin = false;
-  if (t == NULL || f == NULL) {
+  struct gate_wake *gw = cudaev__alloc(sizeof *gw);
+  if (t == NULL || f == NULL || gw == NULL) {
     e = cudaErrorMemoryAllocation;
     goto fail;
   }
@@ -200,7 +195,8 @@ CUDAEV_EXPORT cudaError_t cudaev_launch_host_func_async(cudaev_loop_t *loop, cud
   }
   /* From here the signal is on the stream: t must be tracked so that its
    * word is recycled only after the GPU wrote it. */
-  enqueue_gate_wake(loop, st);
+  enqueue_gate_wake(loop, st, gw);
+  gw = NULL; /* the host function's, or freed */
   e = cudaev__error_from_cu(
       cudaev__drv.cuStreamWaitValue32(st, word_dev(g, gate), t->tag, CU_STREAM_WAIT_VALUE_EQ));
   if (e == cudaSuccess)
@@ -229,6 +225,7 @@ CUDAEV_EXPORT cudaError_t cudaev_launch_host_func_async(cudaev_loop_t *loop, cud
   *out = f;
   return cudaev__sub_end(&s, cudaSuccess);
 fail:
+  cudaev__free(gw, sizeof *gw);
   if (have_sig) cudaev__gpu_words_put(g, &t->x.word, 1);
   if (have_gate) cudaev__gpu_words_put(g, &gate, 1);
   if (have_fin) cudaev__gpu_words_put(g, &f->x.word, 1);

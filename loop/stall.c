@@ -13,7 +13,8 @@
 #include "stall.h"
 
 #include "clock.h"
-#include "loop_internal.h"
+#include "cudaev.h"
+#include "debug.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -19,8 +19,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../bench/loop_common.h"
+#include <cuda_runtime_api.h>
+
 #include "../check.h"
+#include "cudaev.h"
+
+/* A call that must succeed for the test to go on. */
+#define RT(expr)                                                                                 \
+  do {                                                                                           \
+    cudaError_t rt_e_ = (expr);                                                                  \
+    if (rt_e_ != cudaSuccess) {                                                                  \
+      fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #expr, cudaev_error_name(rt_e_)); \
+      exit(1);                                                                                   \
+    }                                                                                            \
+  } while (0)
 
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static int nmsg, nwarn;
@@ -69,14 +81,14 @@ int main(void) {
   setenv("CUDAEV_HOSTFN_STALL_MS", "200", 1);
   cudaev_log_set(hook, NULL);
   cudaev_loop_t *loop;
-  LC_RT(cudaev_loop_new_foreign(&loop));
+  RT(cudaev_loop_new_foreign(&loop));
   cudaStream_t s;
-  LC_RT(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  LC_RT(cudaDeviceSynchronize()); /* nothing pending but the gate, below */
+  RT(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  RT(cudaDeviceSynchronize()); /* nothing pending but the gate, below */
 
   uint64_t t0 = now_ns();
   cudaev_future_t *f;
-  LC_RT(cudaev_launch_host_func_async(loop, s, host_fn, NULL, &f));
+  RT(cudaev_launch_host_func_async(loop, s, host_fn, NULL, &f));
   pthread_t other;
   CHECK(pthread_create(&other, NULL, other_main, NULL) == 0);
 
@@ -126,7 +138,7 @@ int main(void) {
   usleep(500000);
   CHECK(messages() == 1); /* once per stall */
   cudaev_future_release(f);
-  LC_RT(cudaStreamDestroy(s));
+  RT(cudaStreamDestroy(s));
   for (int i = 0; i < 1000 && cudaev_loop_pending(loop) > 0; i++) {
     cudaev_loop_process(loop);
     usleep(1000);
