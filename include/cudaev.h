@@ -725,6 +725,11 @@ cudaError_t cudaev_graph_launch_async(cudaev_loop_t *loop, cudaGraphExec_t exec,
  * driving the loop (ev mode before ev_run, a foreign loop not yet
  * processing, or the driving thread itself) hangs. Allocate before
  * submitting, or drive the loop on another thread (cudaev_loop_new_thread).
+ * Such a hang is reported, not prevented: once the GPU has waited at a
+ * host function's gate for CUDAEV_HOSTFN_STALL_MS (default 1000; 0: off)
+ * without a pass of its loop, the log hook (cudaev_log_set, else stderr)
+ * gets one CUDAEV_LOG_WARN message per stall, from a monitor thread of the
+ * library's, naming the stream and how long the loop has not run a pass.
  *
  * Without stream memory operations (the pooled-event fallback, or
  * CUDAEV_LOOP_EVENTS=1) a driver host function holds the stream until fn

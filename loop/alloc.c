@@ -11,7 +11,7 @@
  * "cannot allocate memory in static TLS block", which NVIDIA's library does
  * not. So objects are recycled through size-class free lists kept per
  * thread: in steady state a completion allocates nothing. */
-#include "loop_internal.h"
+#include "alloc.h"
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* The GPU completion source: futures of work on CUDA streams
  * (gpu_submit.c, hostfn.c), completed by the loop (gpu_poll.c). This file
  * holds its table (cudaev__source_gpu), its creation and its destroy;
- * gpu_internal.h lists the other files and their contracts.
+ * gpu_ctx.h lists the other headers and their owners.
  *
  * How a completion is detected (docs/design.md has the picture):
  *  - every submission enqueues, after the work, a marker: either
@@ -44,7 +44,14 @@
  *    future; any other code is its outcome. Loop-thread host functions
  *    then use a driver host function that blocks on a futex until the loop
  *    has run fn (struct cudaev__hgate), followed by a pooled event. */
-#include "gpu_internal.h"
+#include "gpu_ctx.h"
+#include "gpu_done.h"
+#include "gpu_marker.h"
+#include "gpu_poll.h"
+#include "gpu_stream.h"
+#include "gpu_wake.h"
+#include "hostfn.h"
+#include "stall.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +70,7 @@ static cudaError_t gpu_init(struct cudaev_loop *loop) {
   pthread_mutex_init(&g->all_mu, NULL);
   atomic_init(&g->all[0], g);
   atomic_init(&g->nall, 1);
+  g->stall = cudaev__stall_new(loop);
   loop->gpu = g;
   return cudaSuccess;
 }
@@ -113,6 +121,7 @@ static size_t gpu_pending(struct cudaev_loop *loop) {
  * current around theirs (the pass entered the loop's), so that the
  * continuations run inline see the context their work ran in. */
 static bool gpu_poll_all(struct cudaev_loop *loop) {
+  cudaev__stall_poll(loop->gpu->stall);
   bool any = cudaev__gpu_poll(loop, loop->gpu);
   for (uint32_t i = 1; i < nall(loop); i++) {
     struct cudaev__gpu *g = state(loop, i);
@@ -125,6 +134,7 @@ static bool gpu_poll_all(struct cudaev_loop *loop) {
 }
 
 static void gpu_tick_all(struct cudaev_loop *loop, uint64_t now) {
+  cudaev__stall_tick(loop->gpu->stall, now);
   cudaev__gpu_watchdog(loop, loop->gpu, now);
   for (uint32_t i = 1; i < nall(loop); i++) {
     struct cudaev__gpu *g = state(loop, i);
@@ -174,7 +184,10 @@ static void gpu_fini(struct cudaev_loop *loop) {
     cudaev__ctx_out(pushed);
     cudaev__gpu_records_free(g);
     pthread_mutex_destroy(&g->mu);
-    if (i == 0) pthread_mutex_destroy(&g->all_mu);
+    if (i == 0) {
+      pthread_mutex_destroy(&g->all_mu);
+      cudaev__stall_free(g->stall);
+    }
     cudaev__free(g, sizeof *g);
   }
   loop->gpu = NULL;

@@ -4,7 +4,8 @@
  * adds one the first time work of another context is submitted; a future
  * carries its state's index in its tag (gpu_of), so nothing is looked up
  * per completion. */
-#include "gpu_internal.h"
+#include "gpu_ctx.h"
+#include "gpu_marker.h"
 
 #include "env.h"
 

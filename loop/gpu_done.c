@@ -10,7 +10,14 @@
  * consults when it pops a watched future. Destroy fails futures before it
  * lets the GPU finish: the watches it leaves complete only after that
  * (cudaev__gpu_done_fini). */
-#include "gpu_internal.h"
+#include "gpu_done.h"
+#include "gpu_marker.h"
+#include "gpu_stream.h"
+
+/* A cudaev_future_new_work_done waiting for f's marker: g completes when it passes. */
+struct cudaev__watch {
+  struct cudaev_future *f, *g;
+};
 
 struct done_msg {
   struct cudaev__run_msg rm;

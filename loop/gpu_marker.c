@@ -2,10 +2,10 @@
  * (completion words, 4-byte slots of pinned, device-mapped host memory that
  * the GPU writes with cuStreamWriteValue32, and DISABLE_TIMING events),
  * and enqueueing a marker behind a submission's work (reading one is
- * head_state in gpu_internal.h, inline for the pass). The pools are shared
+ * head_state in gpu_marker.h, inline for the pass). The pools are shared
  * with submitting threads under one mutex, never held across a driver
  * call: chunks of words are made outside it. */
-#include "gpu_internal.h"
+#include "gpu_marker.h"
 
 #include <string.h>
 

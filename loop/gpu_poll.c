@@ -3,7 +3,11 @@
  * marker the GPU passed, completing whole runs of events from the word
  * behind them, fetching the next streams' records and futures ahead, the
  * sticky-error watchdog. The per-completion loop stays in this file. */
-#include "gpu_internal.h"
+#include "gpu_poll.h"
+#include "gpu_done.h"
+#include "gpu_marker.h"
+#include "gpu_stream.h"
+#include "hostfn.h"
 
 #include <string.h>
 

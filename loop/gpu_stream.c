@@ -10,7 +10,8 @@
  * steady state allocates nothing. A record says nothing about its stream
  * beyond the work in its FIFO (the driver may hand a destroyed stream's
  * handle to a new one). */
-#include "gpu_internal.h"
+#include "gpu_stream.h"
+#include "gpu_wake.h"
 
 #include <string.h>
 
@@ -80,7 +81,7 @@ static struct cudaev__track *track_get(struct cudaev__gpu *g, struct cudaev__wak
     t = g->idle_head;
     idle_unlink(g, t);
     unhash(g, t);
-    if (atomic_load_explicit(&t->arm->armed, memory_order_seq_cst)) {
+    if (cudaev__arm_armed(t->arm)) {
       struct cudaev__arm *a = cudaev__arm_new(w);
       if (a != NULL) {
         cudaev__arm_release(t->arm);

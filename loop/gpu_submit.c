@@ -3,7 +3,9 @@
  * graph-launch variants. Each enqueues the work, then a completion marker
  * chosen per submission (a word, or a pooled event on a stream with our
  * futures outstanding; see gpu.c), and hands the future to the loop. */
-#include "gpu_internal.h"
+#include "gpu_ctx.h"
+#include "gpu_marker.h"
+#include "gpu_wake.h"
 
 #include <string.h>
 

@@ -2,11 +2,21 @@
  * before_sleep): an adaptive spin while completions are near, then one
  * armed wakeup per busy stream (a host function that writes the loop's
  * eventfd, struct cudaev__arm), never one per operation. */
-#include "gpu_internal.h"
+#include "gpu_wake.h"
+#include "gpu_stream.h"
 
 #define FLOW_NS      20000u   /* spin on while the last completion is this recent */
 #define GAP_MIN_NS   10000u   /* shortest sleep while streams are deep */
 #define DEEP_POLL_NS 1000000u /* sleep cap with deep streams, no gap known */
+
+/* The argument of an armed wakeup (wake_arm_fn): refcounted, so that it
+ * outlives the stream's record and the loop when the driver runs the host
+ * function late. One reference is the record's, one each armed wakeup's. */
+struct cudaev__arm {
+  _Atomic uint32_t refs;
+  _Atomic uint32_t armed; /* 1 while a wakeup is queued on the stream */
+  struct cudaev__waker *w;
+};
 
 void CUDA_CB cudaev__gpu_wake_fn(void *arg) {
   struct cudaev__waker *w = arg;
@@ -22,6 +32,10 @@ struct cudaev__arm *cudaev__arm_new(struct cudaev__waker *w) {
   a->w = w;
   atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);
   return a;
+}
+
+bool cudaev__arm_armed(struct cudaev__arm *a) {
+  return atomic_load_explicit(&a->armed, memory_order_seq_cst) != 0;
 }
 
 void cudaev__arm_release(struct cudaev__arm *a) {

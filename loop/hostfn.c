@@ -3,7 +3,11 @@
  * may call CUDA (docs/design.md, "Loop-thread host functions", says what it
  * must not call). The loop side (running fn, opening the gate) is in
  * finish(), gpu_poll.c. */
-#include "gpu_internal.h"
+#include "hostfn.h"
+#include "gpu_ctx.h"
+#include "gpu_marker.h"
+#include "gpu_wake.h"
+#include "stall.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -27,6 +31,8 @@ void cudaev__hgate_open(struct cudaev__hgate *hg) {
 static void CUDA_CB gate_fn(void *arg) {
   struct cudaev__hgate *hg = arg;
   atomic_store_explicit(&hg->reached, 1, memory_order_release);
+  cudaev__stall_reached(hg->stall, hg->stream);
+  cudaev__stall_unhold(hg->stall);
   cudaev__waker_wake(hg->w);
   while (atomic_load_explicit(&hg->open, memory_order_acquire) == 0)
     syscall(SYS_futex, (uint32_t *)&hg->open, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
@@ -55,6 +61,9 @@ static cudaError_t host_func_events(struct cudaev_loop *loop, struct cudaev__gpu
   atomic_init(&hg->open, 0);
   hg->w = loop->waker;
   atomic_fetch_add_explicit(&hg->w->refs, 1, memory_order_relaxed);
+  hg->stall = loop->gpu->stall;
+  hg->stream = st;
+  cudaev__stall_hold(hg->stall); /* gate_fn's */
   CUevent ev = NULL;
   struct cudaev__backlog *b = slot_of(g, st);
   bool solo;
@@ -65,6 +74,7 @@ static cudaError_t host_func_events(struct cudaev_loop *loop, struct cudaev__gpu
     order_end(b, began, &solo);
     /* Nothing is on the stream. */
     if (ev != NULL) cudaev__gpu_event_put(g, ev);
+    cudaev__stall_unhold(hg->stall);
     cudaev__hgate_release(hg);
     cudaev__hgate_release(hg);
     cudaev_future_release(t);
@@ -104,6 +114,41 @@ static cudaError_t host_func_events(struct cudaev_loop *loop, struct cudaev__gpu
   return cudaSuccess;
 }
 
+/* The wake-up of a gate (word path), on the driver's host-function
+ * thread: the GPU has reached the gate, so the loop is woken and the time
+ * goes on record for the stall monitor (stall.h). No CUDA call. */
+struct gate_wake {
+  struct cudaev__waker *w;
+  struct cudaev__stall *stall;
+  CUstream stream;
+};
+
+static void CUDA_CB gate_wake_fn(void *arg) {
+  struct gate_wake *gw = arg;
+  cudaev__stall_reached(gw->stall, gw->stream);
+  cudaev__waker_wake(gw->w);
+  cudaev__waker_release(gw->w);
+  cudaev__stall_unhold(gw->stall);
+  cudaev__free(gw, sizeof *gw);
+}
+
+/* Enqueues the wake-up of a gate on st, with gw (taken before anything
+ * was on the stream, so that out of memory fails the submission cleanly).
+ * If the enqueue fails, the loop still finds the signal by polling (the
+ * watchdog's passes), unwatched. */
+static void enqueue_gate_wake(struct cudaev_loop *loop, CUstream st, struct gate_wake *gw) {
+  gw->w = loop->waker;
+  atomic_fetch_add_explicit(&gw->w->refs, 1, memory_order_relaxed);
+  gw->stall = loop->gpu->stall;
+  gw->stream = st;
+  cudaev__stall_hold(gw->stall);
+  if (cudaev__drv.cuLaunchHostFunc(st, gate_wake_fn, gw) != CUDA_SUCCESS) {
+    cudaev__stall_unhold(gw->stall);
+    cudaev__waker_release(gw->w);
+    cudaev__free(gw, sizeof *gw);
+  }
+}
+
 /* Loop-thread host function: on the stream,
  *   write(sig = tagT); launchHostFunc(wake); wait(gate == tagT); write(fin = tagF)
  * The loop sees `sig`, runs fn, opens `gate`; `fin` completes the user's
@@ -123,7 +168,8 @@ CUDAEV_EXPORT cudaError_t cudaev_launch_host_func_async(cudaev_loop_t *loop, cud
   struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
   uint32_t gate = 0;
   bool have_sig = false, have_gate = false, have_fin = false;
-  if (t == NULL || f == NULL) {
+  struct gate_wake *gw = cudaev__alloc(sizeof *gw);
+  if (t == NULL || f == NULL || gw == NULL) {
     e = cudaErrorMemoryAllocation;
     goto fail;
   }
@@ -149,9 +195,8 @@ CUDAEV_EXPORT cudaError_t cudaev_launch_host_func_async(cudaev_loop_t *loop, cud
   }
   /* From here the signal is on the stream: t must be tracked so that its
    * word is recycled only after the GPU wrote it. */
-  atomic_fetch_add_explicit(&loop->waker->refs, 1, memory_order_relaxed);
-  if (cudaev__drv.cuLaunchHostFunc(st, cudaev__gpu_wake_fn, loop->waker) != CUDA_SUCCESS)
-    cudaev__waker_release(loop->waker); /* the watchdog's polling still sees it */
+  enqueue_gate_wake(loop, st, gw);
+  gw = NULL; /* the host function's, or freed */
   e = cudaev__error_from_cu(
       cudaev__drv.cuStreamWaitValue32(st, word_dev(g, gate), t->tag, CU_STREAM_WAIT_VALUE_EQ));
   if (e == cudaSuccess)
@@ -180,6 +225,7 @@ CUDAEV_EXPORT cudaError_t cudaev_launch_host_func_async(cudaev_loop_t *loop, cud
   *out = f;
   return cudaev__sub_end(&s, cudaSuccess);
 fail:
+  cudaev__free(gw, sizeof *gw);
   if (have_sig) cudaev__gpu_words_put(g, &t->x.word, 1);
   if (have_gate) cudaev__gpu_words_put(g, &gate, 1);
   if (have_fin) cudaev__gpu_words_put(g, &f->x.word, 1);

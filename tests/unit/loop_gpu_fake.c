@@ -1188,7 +1188,7 @@ Test(loop_gpu_fake, graph_launch_future) {
 
 /* ---- stream records and process exit ------------------------------------------ */
 
-/* Test-only counter of stream records (loop/gpu_internal.h). */
+/* Test-only counter of stream records (loop/gpu_ctx.h). */
 size_t cudaev__gpu_tracks(cudaev_loop_t *loop);
 
 /* Waits until the loop has retired everything, then until a posted call
