@@ -86,41 +86,58 @@ def wait(x: Any, timeout: Optional[float] = None) -> Awaitable[None]:
     return _finish(fut, op, timeout)
 
 
-def host_func(stream: Any, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
+def host_func(stream: Any, fn: Callable[..., T], *args: Any,
+              hold: bool = False) -> Awaitable[T]:
     """Runs ``fn(*args)`` on this asyncio loop's thread when ``stream`` gets
     to this point; the awaitable gives fn's result (or raises its exception).
 
-    Work enqueued on the stream after this call waits until fn returned (the
-    stream is held at a gate the loop opens). fn runs inside the event loop,
-    with the GIL, never on a driver thread, so it may call CUDA, as long as
-    the call does not wait for the GPU:
+    fn runs inside the event loop, with the GIL, never on a driver thread.
+
+    By default (``hold=False``) the stream does not wait for fn: fn runs once
+    everything enqueued on ``stream`` before this call has finished, and work
+    enqueued later goes on meanwhile. fn may then call anything, CUDA
+    included (a blocking call blocks this event loop, as in any callback).
+    Cancelling the awaiting task before the stream got here means fn never
+    runs.
+
+    With ``hold=True`` work enqueued on ``stream`` after this call waits
+    until fn returned (the stream is held at a gate this loop opens), which
+    orders what fn enqueues before it. Then fn must not wait for the GPU:
 
     - MAY: enqueue work (kernel launches, async copies between device and
       pinned memory, event records, stream waits, graph launches), on any
       stream, ``stream`` included (that work runs after fn returns); queries
-      (``stream.query()``, ``event.query()``).
+      (``stream.query()``, ``event.query()``) -- of kernels already loaded.
     - MUST NOT (deadlock: the GPU waits for fn, fn waits for the GPU): any
       synchronize (device, ``stream``, or any stream or event with work behind
       a pending host_func), synchronous copies (``.cpu()``, ``.item()``,
       ``cudaMemcpy``, copies to pageable memory), allocations that may
       synchronize (``cudaMalloc``/``cudaFree``/``cudaMallocHost``; PyTorch's
-      caching allocator may call them when it must grow), module loads,
-      blocking on another ``wait``'s result.
-    - Python: while a host_func is pending, no other thread may synchronize
-      with work queued behind it, and the asyncio loop must keep running
-      (a thread that blocks in ``torch.cuda.synchronize()`` waits for this
-      loop to run fn). PyTorch and CuPy release the GIL in their synchronizing
-      calls, so that wait does not stop this loop.
+      caching allocator may call them when it must grow), module loads --
+      and with CUDA's lazy loading (``CUDA_MODULE_LOADING=LAZY``, the default)
+      the first launch of any kernel loads its module, which may synchronize
+      the context: launch each kernel fn uses once before (or set
+      ``CUDA_MODULE_LOADING=EAGER``) -- and blocking on another ``wait``'s
+      result.
+    - Python: while a held host_func is pending, no other thread may
+      synchronize with work queued behind it, and the asyncio loop must keep
+      running (a thread that blocks in ``torch.cuda.synchronize()`` waits for
+      this loop to run fn). PyTorch and CuPy release the GIL in their
+      synchronizing calls, so that wait does not stop this loop.
 
-    Cancelling the awaiting task drops the result; fn still runs (the stream
-    waits for it). Thread: a thread running an asyncio loop.
+    Cancelling the awaiting task of a held host_func drops the result; fn
+    still runs (the stream waits for it). Thread: a thread running an asyncio
+    loop.
     """
     kind, h = handle_of(stream)
     if kind == EVENT:
         raise TypeError("cudaev.host_func needs a stream, not an event")
     st = _attached()
     fut = st.aloop_ref().create_future()
-    op = st.native.host_func(h, fn, args, fut)
+    if hold:
+        op = st.native.host_func(h, fn, args, fut)
+    else:
+        op = st.native.host_after(h, fn, args, fut)
     return _finish(fut, op, None)
 
 

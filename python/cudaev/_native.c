@@ -57,6 +57,7 @@ typedef struct Op {
    * list holds a reference, so fn finds its op even after a cancel). */
   struct Op *next, *prev;
   struct Loop *owner;
+  int after; /* host_func without a gate: fn runs in the continuation */
 } Op;
 
 typedef struct Loop {
@@ -100,6 +101,24 @@ static void settle(PyObject *fut, PyObject *name, PyObject *arg) {
   PyErr_WriteUnraisable(fut);
 }
 
+/* fn(*args) into op->value or op->exc; drops fn and args. GIL held. */
+static void op_call(Op *op) {
+  PyObject *r = PyObject_Call(op->fn, op->args, NULL);
+  if (r != NULL) {
+    op->value = r;
+  } else {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    if (tb != NULL && v != NULL) PyException_SetTraceback(v, tb);
+    op->exc = v;
+    Py_XDECREF(t);
+    Py_XDECREF(tb);
+  }
+  Py_CLEAR(op->fn);
+  Py_CLEAR(op->args);
+}
+
 /* The continuation: runs once, on the loop thread inside
  * cudaev_loop_process (or cudaev_loop_destroy), with the GIL held. It
  * holds one reference to op, taken when it was added. */
@@ -107,6 +126,13 @@ static void op_done(cudaev_future_t *f, cudaError_t status, void *user) {
   Op *op = user;
   PyObject *fut = op->fut;
   op->fut = NULL;
+  /* host_func without a gate: the stream got here; fn runs now, unless the
+   * wait failed or was cancelled first. */
+  if (op->after && op->fn != NULL) {
+    if (fut != NULL && status == cudaSuccess) op_call(op);
+    Py_CLEAR(op->fn);
+    Py_CLEAR(op->args);
+  }
   if (fut != NULL) {
     if (status == cudaSuccess && op->exc != NULL) {
       settle(fut, s_set_exception, op->exc);
@@ -134,20 +160,7 @@ static void op_done(cudaev_future_t *f, cudaError_t status, void *user) {
  * Its outcome goes to the awaitable; the stream goes on either way. */
 static cudaError_t op_host(void *user) {
   Op *op = user;
-  PyObject *r = PyObject_Call(op->fn, op->args, NULL);
-  if (r != NULL) {
-    op->value = r;
-  } else {
-    PyObject *t, *v, *tb;
-    PyErr_Fetch(&t, &v, &tb);
-    PyErr_NormalizeException(&t, &v, &tb);
-    if (tb != NULL && v != NULL) PyException_SetTraceback(v, tb);
-    op->exc = v;
-    Py_XDECREF(t);
-    Py_XDECREF(tb);
-  }
-  Py_CLEAR(op->fn);
-  Py_CLEAR(op->args);
+  op_call(op);
   if (op->owner != NULL) op_unlink(op);
   Py_DECREF(op); /* the list's reference */
   return cudaSuccess;
@@ -161,6 +174,7 @@ static Op *op_new(PyObject *fut) {
   op->fn = op->args = op->value = op->exc = NULL;
   op->next = op->prev = NULL;
   op->owner = NULL;
+  op->after = 0;
   live_ops++;
   return op;
 }
@@ -427,6 +441,36 @@ static PyObject *loop_host_func(PyObject *self, PyObject *args) {
   return r;
 }
 
+/* host_func without a gate: a stream future whose continuation calls fn,
+ * so the stream never waits for Python (nor for this loop). */
+static PyObject *loop_host_after(PyObject *self, PyObject *args) {
+  Loop *lp = (Loop *)self;
+  PyObject *h, *fn, *fargs, *fut;
+  if (!PyArg_ParseTuple(args, "OOO!O:host_after", &h, &fn, &PyTuple_Type, &fargs, &fut))
+    return NULL;
+  if (loop_check(lp)) return NULL;
+  if (!PyCallable_Check(fn)) {
+    PyErr_SetString(PyExc_TypeError, "host_func needs a callable");
+    return NULL;
+  }
+  void *p = PyLong_AsVoidPtr(h);
+  if (p == NULL && PyErr_Occurred()) return NULL;
+  Op *op = op_new(fut);
+  if (op == NULL) return NULL;
+  op->fn = Py_NewRef(fn);
+  op->args = Py_NewRef(fargs);
+  op->after = 1;
+  cudaev_future_t *f = NULL;
+  cudaError_t e = cudaev_future_new_stream(lp->l, (cudaStream_t)p, &f);
+  if (e != cudaSuccess) {
+    Py_DECREF(op);
+    return raise_code((int)e);
+  }
+  PyObject *r = op_watch(op, f);
+  if (r == NULL) Py_DECREF(op);
+  return r;
+}
+
 static PyObject *loop_promise(PyObject *self, PyObject *fut) {
   Loop *lp = (Loop *)self;
   if (loop_check(lp)) return NULL;
@@ -510,6 +554,10 @@ static PyMethodDef loop_methods[] = {
     {"event", loop_event, METH_VARARGS,
      "event(handle: int, fut: asyncio.Future) -> Op\n\nfut completes with the event's most "
      "recent record."},
+    {"host_after", loop_host_after, METH_VARARGS,
+     "host_after(stream: int, fn, args: tuple, fut: asyncio.Future) -> Op\n\nfn(*args) runs on "
+     "this thread, inside process(), once the stream got here; the stream does not wait for "
+     "it; fut gets its result."},
     {"host_func", loop_host_func, METH_VARARGS,
      "host_func(stream: int, fn, args: tuple, fut: asyncio.Future) -> Op\n\nfn(*args) runs on "
      "this thread, inside process(), when the stream gets there; fut gets its result."},

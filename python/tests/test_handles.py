@@ -133,5 +133,9 @@ async def test_no_driver_is_a_cuda_error():
         assert ei.value.name in ("cudaErrorInsufficientDriver", "cudaErrorNoDevice")
     with pytest.raises(cudaev.CudaError):
         await cudaev.host_func(0, print)
+    with pytest.raises(cudaev.CudaError):
+        await cudaev.host_func(0, print, hold=True)
+    with pytest.raises(TypeError, match="callable"):
+        await cudaev.host_func(0, "not callable")
     with pytest.raises(TypeError, match="not an event"):
         await cudaev.host_func(cudaev.Event(5), print)
