@@ -710,6 +710,11 @@ cudaError_t cudaev_graph_launch_async(cudaev_loop_t *loop, cudaGraphExec_t exec,
  *    their frees, cudaGraphicsMap/Unmap, module loads and unloads,
  *    cudaDeviceReset, cudaDeviceSetLimit and cudaCtxResetPersistingL2Cache
  *    and anything else documented as "may synchronize";
+ *  - the first launch of a kernel whose module is not loaded yet: under
+ *    CUDA's lazy loading (CUDA_MODULE_LOADING=LAZY, the default) that
+ *    launch loads it, which may synchronize the context (NVIDIA's "Lazy
+ *    Loading" notes); launch each kernel fn uses once before, or load
+ *    eagerly;
  *  - waiting for a GPU future: cudaev_future_wait on a future of this
  *    loop returns cudaErrorNotPermitted instead of hanging; on a future
  *    of another loop it may hang;
