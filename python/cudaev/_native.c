@@ -395,7 +395,20 @@ static PyObject *loop_gpu(Loop *lp, PyObject *args, int event) {
     return NULL;
   }
   PyObject *r = op_watch(op, f);
-  if (r == NULL) Py_DECREF(op);
+  if (r == NULL) {
+    Py_DECREF(op);
+    return NULL;
+  }
+  /* One pass now, on this thread (the loop's: the asyncio thread), instead
+   * of on the next wake-up of the asyncio loop: the pass takes the future
+   * in, and the loop's adaptive spin (only while the GPU is expected to
+   * finish within its window, cudaev_loop_set_spin) may complete it before
+   * this returns, so that `await` finds it done without a trip through the
+   * event loop. Not inside a pass already (a continuation calling wait). */
+  if (lp->depth == 0) {
+    PyObject *none = loop_process((PyObject *)lp, NULL);
+    Py_XDECREF(none);
+  }
   return r;
 }
 

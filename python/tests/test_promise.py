@@ -113,7 +113,8 @@ async def test_timeout(how):
                 await p.wait()
         else:
             await asyncio.wait_for(p.wait(), 0.02)
-    assert 0.02 <= time.monotonic() - t0 < 1.0
+    # asyncio and uvloop may fire a timer up to ~1 ms early (clock granularity)
+    assert 0.015 <= time.monotonic() - t0 < 1.0
     assert p.set(0) is False  # the cudaev future was cancelled
     del p
     await asyncio.sleep(0.01)

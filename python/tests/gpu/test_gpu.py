@@ -291,21 +291,23 @@ HOLD = textwrap.dedent(r"""
     warm = sys.argv[1] == "warm"
     s = torch.cuda.Stream()
     x = torch.zeros(1, device="cuda")
+    h = torch.zeros(1).pin_memory()
     if warm:  # every kernel fn and the gated work use, loaded before
-        x.add_(1); x.mul_(2); x.zero_(); torch.cuda.synchronize()
+        x.add_(1); x.copy_(h, non_blocking=True); x.zero_(); torch.cuda.synchronize()
     async def main():
         me = threading.get_ident()
         seen = []
         def fn(k):
             seen.append(threading.get_ident())
+            h[0] += k              # the host writes what the work behind the gate reads
             with torch.cuda.stream(s):
-                x.add_(k)  # ordered before the work behind the gate
+                x.add_(k)          # enqueued on the held stream: after the copy below
             return k * 2
         with torch.cuda.stream(s):
             torch.cuda._sleep(20_000_000)
         rs = [cudaev.host_func(s, fn, k, hold=True) for k in range(1, 11)]
         with torch.cuda.stream(s):
-            x.mul_(2)  # behind the gates: runs after every fn
+            x.copy_(h, non_blocking=True)  # behind the gates: reads h after every fn
         assert await asyncio.gather(*rs) == [k * 2 for k in range(1, 11)]
         await cudaev.wait(s)
         assert seen == [me] * 10
@@ -318,6 +320,7 @@ def test_host_func_hold_orders_work_behind_fn():
     need("torch")
     p = subprocess.run([sys.executable, "-c", HOLD, "warm"], capture_output=True, text=True,
                        timeout=60)
+    # copy_ reads h (55) after all ten fns; their add_s come after it: 55 + 55.
     assert p.returncode == 0 and "done 110.0" in p.stdout, (p.returncode, p.stdout,
                                                            p.stderr[-2000:])
     # Without the warm-up, fn's first add_ loads its kernel lazily (CUDA's
@@ -336,32 +339,51 @@ def test_host_func_hold_orders_work_behind_fn():
 # ---- sticky fault --------------------------------------------------------------
 
 TRAP = textwrap.dedent(r"""
-    import asyncio, ctypes, json, sys, torch, cudaev
+    import asyncio, ctypes, json, sys, time, torch, cudaev
+    # A store to address 0 (an illegal address, sticky), then a trap.
     PTX = b'''.version 7.0
     .target sm_75
     .address_size 64
-    .visible .entry trapk() { trap; ret; }
+    .visible .entry trapk() {
+      .reg .u64 %rd;
+      mov.u64 %rd, 0;
+      st.global.u32 [%rd], 1;
+      trap;
+      ret;
+    }
     '''
     cu = ctypes.CDLL("libcuda.so.1")
     async def main():
         torch.zeros(1, device="cuda")
         streams = [torch.cuda.Stream() for _ in range(6)]
-        cyc = 2_000_000_000
-        waits = []
+        cyc = 4_000_000_000
+        waits, t0 = [], time.perf_counter()
+        async def timed(x):
+            try:
+                await cudaev.wait(x)
+            finally:
+                ends.append(round(time.perf_counter() - t0, 3))
+        ends = []
         for s in streams:
             with torch.cuda.stream(s):
                 torch.cuda._sleep(cyc)
-            waits.append(asyncio.ensure_future(cudaev.wait(s)))
+            waits.append(asyncio.ensure_future(timed(s)))
         ev = torch.cuda.Event(); ev.record(streams[0])
-        waits.append(asyncio.ensure_future(cudaev.wait(ev)))
+        waits.append(asyncio.ensure_future(timed(ev)))
         await asyncio.sleep(0.05)
         mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
         assert cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(PTX)) == 0
         assert cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"trapk") == 0
         t = torch.cuda.Stream()
         r = cu.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, ctypes.c_void_p(t.cuda_stream), None, None)
+        t_launch = round(time.perf_counter() - t0, 3)
         res = await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), 30)
-        print(json.dumps({"launch": r, "results": [
+        try:
+            torch.cuda.synchronize()
+            after = "synchronize: ok"
+        except Exception as e:
+            after = f"synchronize: {type(e).__name__}: {str(e)[:80]}"
+        print(json.dumps({"launch": r, "t_launch": t_launch, "ends": ends, "after": after, "results": [
             [type(x).__name__, getattr(x, "code", None), getattr(x, "name", None)] for x in res]}))
     (__import__(sys.argv[1]).run if sys.argv[1] == "uvloop" else asyncio.run)(main())
 """)
