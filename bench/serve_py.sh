@@ -73,8 +73,8 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 if cublas_dir=$("$repo/tools/find-cublas.sh" 2>/dev/null); then
   export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cublas_dir
 fi
-# The cudaev package (python/), when it is in this tree.
-[ -d "$repo/python" ] && export PYTHONPATH=$repo/python${PYTHONPATH:+:$PYTHONPATH}
+# The cudaev package: installed, or on PYTHONPATH (tools/gpu-check.sh puts the
+# carried wheel there); python/ itself has no built extension.
 work=$(mktemp -d "${TMPDIR:-/tmp}/serve-py.XXXXXX") || die "mktemp failed"
 trap 'rm -rf "$work"' EXIT
 log=$out/serve_py-log.txt

@@ -191,14 +191,15 @@ for part in "$@"; do
         >"$logs/pyservice.txt" 2>&1
       note "pyservice gpu tests: exit $?"
       grep -E '^(ok|not ok|skip|[0-9]+ passed)' "$logs/pyservice.txt" | tee -a "$summary" >/dev/null
-      LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH SERVE_BUILD_DIR=$build \
+      PYTHONPATH=$(py_site)${PYTHONPATH:+:$PYTHONPATH} \
+        LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH SERVE_BUILD_DIR=$build \
         bash bench/serve_py.sh "$out/serve-py" >"$logs/serve-py.txt" 2>&1
       note "serve_py: exit $?"
       grep -E '^\| (py-|async|twin)|^- (PASS|FAIL)|^All' "$out/serve-py/serve_py.md" 2>/dev/null |
         tee -a "$summary" >/dev/null
       ;;
     decode)
-      PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 \
+      PYTHONPATH=$(py_site)${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 \
         python3 bench/decode_load.py --out "$out/decode-load" >"$logs/decode.txt" 2>&1
       note "decode_load: exit $?"
       grep -E '^\| (cudaev|executor|poll) |^- |^  CPU|^Answers' "$out/decode-load.md" 2>/dev/null |

@@ -404,8 +404,11 @@ static PyObject *loop_gpu(Loop *lp, PyObject *args, int event) {
    * in, and the loop's adaptive spin (only while the GPU is expected to
    * finish within its window, cudaev_loop_set_spin) may complete it before
    * this returns, so that `await` finds it done without a trip through the
-   * event loop. Not inside a pass already (a continuation calling wait). */
-  if (lp->depth == 0) {
+   * event loop. Only when it is the loop's one pending future (the latency
+   * case): with others outstanding, a spin here would hold back the tasks
+   * that enqueue the next work, and their completions wake the loop anyway.
+   * Not inside a pass already (a continuation calling wait). */
+  if (lp->depth == 0 && cudaev_loop_pending(lp->l) <= 1) {
     PyObject *none = loop_process((PyObject *)lp, NULL);
     Py_XDECREF(none);
   }

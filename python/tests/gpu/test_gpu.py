@@ -355,6 +355,13 @@ TRAP = textwrap.dedent(r"""
     cu = ctypes.CDLL("libcuda.so.1")
     async def main():
         torch.zeros(1, device="cuda")
+        # Loaded before the GPU is busy: a module load may synchronize the
+        # context, which would let every
+        # wait end before the fault.
+        mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
+        assert cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(PTX)) == 0
+        assert cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"trapk") == 0
+        t = torch.cuda.Stream()
         streams = [torch.cuda.Stream() for _ in range(6)]
         cyc = 4_000_000_000
         waits, t0 = [], time.perf_counter()
@@ -371,10 +378,6 @@ TRAP = textwrap.dedent(r"""
         ev = torch.cuda.Event(); ev.record(streams[0])
         waits.append(asyncio.ensure_future(timed(ev)))
         await asyncio.sleep(0.05)
-        mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
-        assert cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(PTX)) == 0
-        assert cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"trapk") == 0
-        t = torch.cuda.Stream()
         r = cu.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, ctypes.c_void_p(t.cuda_stream), None, None)
         t_launch = round(time.perf_counter() - t0, 3)
         res = await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), 30)
