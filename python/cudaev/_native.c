@@ -57,14 +57,16 @@ typedef struct Op {
    * list holds a reference, so fn finds its op even after a cancel). */
   struct Op *next, *prev;
   struct Loop *owner;
-  int after; /* host_func without a gate: fn runs in the continuation */
+  int after;             /* host_func without a gate: fn runs in the continuation */
+  struct Loop *waits_on; /* wait(): counted in its loop's `waits` until done */
 } Op;
 
 typedef struct Loop {
   PyObject_HEAD cudaev_loop_t *l; /* NULL once destroyed */
   PyObject *timer_cb;
-  int depth; /* nesting of process(): destroy inside it must be deferred */
-  Op hosts;  /* list head of host_func ops whose fn has not run */
+  int depth;  /* nesting of process(): destroy inside it must be deferred */
+  Op hosts;   /* list head of host_func ops whose fn has not run */
+  long waits; /* wait() ops not yet completed */
 } Loop;
 
 static PyTypeObject *OpType, *LoopType;
@@ -133,6 +135,10 @@ static void op_done(cudaev_future_t *f, cudaError_t status, void *user) {
     Py_CLEAR(op->fn);
     Py_CLEAR(op->args);
   }
+  if (op->waits_on != NULL) {
+    op->waits_on->waits--;
+    Py_CLEAR(op->waits_on);
+  }
   if (fut != NULL) {
     if (status == cudaSuccess && op->exc != NULL) {
       settle(fut, s_set_exception, op->exc);
@@ -175,6 +181,7 @@ static Op *op_new(PyObject *fut) {
   op->next = op->prev = NULL;
   op->owner = NULL;
   op->after = 0;
+  op->waits_on = NULL;
   live_ops++;
   return op;
 }
@@ -277,6 +284,7 @@ static PyObject *loop_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
   lp->l = l;
   lp->timer_cb = NULL;
   lp->depth = 0;
+  lp->waits = 0;
   lp->hosts.next = lp->hosts.prev = &lp->hosts;
   return (PyObject *)lp;
 }
@@ -399,16 +407,20 @@ static PyObject *loop_gpu(Loop *lp, PyObject *args, int event) {
     Py_DECREF(op);
     return NULL;
   }
+  if (!cudaev_future_ready(f)) {
+    op->waits_on = (Loop *)Py_NewRef((PyObject *)lp);
+    lp->waits++;
+  }
   /* One pass now, on this thread (the loop's: the asyncio thread), instead
    * of on the next wake-up of the asyncio loop: the pass takes the future
    * in, and the loop's adaptive spin (only while the GPU is expected to
    * finish within its window, cudaev_loop_set_spin) may complete it before
    * this returns, so that `await` finds it done without a trip through the
-   * event loop. Only when it is the loop's one pending future (the latency
-   * case): with others outstanding, a spin here would hold back the tasks
-   * that enqueue the next work, and their completions wake the loop anyway.
-   * Not inside a pass already (a continuation calling wait). */
-  if (lp->depth == 0 && cudaev_loop_pending(lp->l) <= 1) {
+   * event loop. Only when it is this loop's one wait in flight (the
+   * latency case): with others outstanding, a spin here would hold back the
+   * tasks that enqueue the next work, and their completions wake the loop
+   * anyway. Not inside a pass already (a continuation calling wait). */
+  if (lp->depth == 0 && lp->waits == 1) {
     PyObject *none = loop_process((PyObject *)lp, NULL);
     Py_XDECREF(none);
   }
