@@ -181,6 +181,13 @@ class Engine:
                 continue
             self.metrics.step(time.monotonic() - t0, n)
             self._deliver(batch, out)
+            # A step boundary is a scheduling point: the writers of the
+            # tokens just delivered, and requests that want to join, run
+            # before the next step. The wait above need not suspend (cudaev
+            # completes it inside its call when the GPU finishes within its
+            # spin; a poller's first query may succeed), and without this the
+            # engine would run step after step while no token reaches a client.
+            await asyncio.sleep(0)
 
     def _deliver(self, batch, out):
         keep = []
