@@ -130,6 +130,55 @@ PY
   shown[${#shown[@]} - 1]="${shown[${#shown[@]} - 1]} ($backend backend)"
 fi
 
+# The same service in Python (examples/python_service, docs/python_service.md):
+# aiohttp and PyTorch (numpy on the CPU) awaiting each batch with the cudaev
+# package, asked the same request; its answer must equal the C service's.
+py=python3
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import aiohttp, numpy' 2>/dev/null && py=/usr/bin/python3
+if [ ! -s "$tmp/cpu.out" ] && [ ! -s "$tmp/gpu.out" ]; then
+  : # the C service did not answer: nothing to compare with
+elif ! $py -c 'import aiohttp, numpy' 2>/dev/null; then
+  echo "--- the Python service needs aiohttp and numpy (Debian python3-aiohttp, python3-numpy)"
+  shown+=("Python service skipped (no aiohttp/numpy)")
+else
+  s=0
+  dev=cpu
+  [ "$rc" = 0 ] && $py -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && dev=cuda
+  loopk=asyncio
+  $py -c 'import uvloop' 2>/dev/null && loopk=uvloop
+  # The wheel (tools/py-wheel.sh), or one already built or carried there.
+  whl=$(tools/py-wheel.sh "$build" 2>"$tmp/wheel.log" | tail -n 1) ||
+    whl=$(ls "$build"/py-dist/cudaev-*.whl 2>/dev/null | head -n 1)
+  mkdir -p "$tmp/py"
+  { [ -f "$whl" ] && $py -m zipfile -e "$whl" "$tmp/py"; } || { cat "$tmp/wheel.log"; s=1; }
+  ref="$tmp/$backend.out"
+  echo "--- examples/python_service/server.py --wait cudaev --model-device $dev --loop $loopk:"
+  PYTHONPATH="$tmp/py" $py examples/python_service/server.py --port 0 --port-file "$tmp/pyport" \
+    --weights "$tmp/weights.bin" --model-device "$dev" --wait cudaev --loop "$loopk" \
+    >"$tmp/py.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 400); do [ -s "$tmp/pyport" ] || ! kill -0 "$pid" 2>/dev/null && break; sleep 0.05; done
+  port=$(cat "$tmp/pyport" 2>/dev/null || true)
+  if [ -z "$port" ] || [ "$s" != 0 ]; then
+    sed 's/^/    /' "$tmp/py.log"; s=1
+  else
+    sed 's/^/    /' "$tmp/py.log"
+    echo "  \$ curl -X POST ... http://127.0.0.1:$port/v1/infer"
+    ask | tee "$tmp/py.out" | sed 's/^/  /'
+    $py - "$tmp/py.out" "$ref" <<'PY' || s=1
+import json, sys
+p, c = (json.load(open(f)) for f in sys.argv[1:])
+err = max(abs(a - b) for a, b in zip(p, c)) / max(abs(b) for b in c)
+print(f"--- the Python service's answer against the C service's: relative error {err:.2g}"
+      f" ({'ok' if err <= 1e-5 and len(p) == len(c) else 'FAILED'})")
+sys.exit(not (err <= 1e-5 and len(p) == len(c)))
+PY
+  fi
+  if [ -n "$pid" ]; then stop py || s=1; fi
+  record "Python service" "$s"
+  shown[${#shown[@]} - 1]="${shown[${#shown[@]} - 1]} ($dev)"
+fi
+
 # One line: what was shown, and whether it all worked.
 list=$(printf '%s, ' "${shown[@]}")
 list=${list%, }
