@@ -9,32 +9,7 @@ Thread: the event loop's thread only.
 """
 
 
-def _g9(v):
-    return "%.9g" % v
-
-
-class _Hist:
-    def __init__(self, name, help_, bounds):
-        self.name, self.help, self.bounds = name, help_, tuple(bounds)
-        self.buckets = [0] * (len(self.bounds) + 1)
-        self.sum, self.count = 0.0, 0
-
-    def observe(self, v):
-        i = 0
-        while i < len(self.bounds) and v > self.bounds[i]:
-            i += 1
-        self.buckets[i] += 1
-        self.sum += v
-        self.count += 1
-
-    def render(self, out):
-        out.append(f"# HELP {self.name} {self.help}\n# TYPE {self.name} histogram\n")
-        cum = 0
-        for i, n in enumerate(self.buckets):
-            cum += n
-            le = _g9(self.bounds[i]) if i < len(self.bounds) else "+Inf"
-            out.append(f'{self.name}_bucket{{le="{le}"}} {cum}\n')
-        out.append(f"{self.name}_sum {_g9(self.sum)}\n{self.name}_count {self.count}\n")
+from metrics import Hist as _Hist  # the service's histogram
 
 
 class DecodeMetrics:

@@ -435,21 +435,31 @@ static PyObject *loop_event(PyObject *self, PyObject *args) {
   return loop_gpu((Loop *)self, args, 1);
 }
 
-static PyObject *loop_host_func(PyObject *self, PyObject *args) {
-  Loop *lp = (Loop *)self;
+/* The arguments of host_func / host_after (stream, fn, args tuple, future)
+ * as an op holding fn and args; *stream gets the handle. NULL with the
+ * exception set. */
+static Op *host_op(Loop *lp, PyObject *args, const char *format, void **stream) {
   PyObject *h, *fn, *fargs, *fut;
-  if (!PyArg_ParseTuple(args, "OOO!O:host_func", &h, &fn, &PyTuple_Type, &fargs, &fut)) return NULL;
+  if (!PyArg_ParseTuple(args, format, &h, &fn, &PyTuple_Type, &fargs, &fut)) return NULL;
   if (loop_check(lp)) return NULL;
   if (!PyCallable_Check(fn)) {
     PyErr_SetString(PyExc_TypeError, "host_func needs a callable");
     return NULL;
   }
-  void *p = PyLong_AsVoidPtr(h);
-  if (p == NULL && PyErr_Occurred()) return NULL;
+  *stream = PyLong_AsVoidPtr(h);
+  if (*stream == NULL && PyErr_Occurred()) return NULL;
   Op *op = op_new(fut);
   if (op == NULL) return NULL;
   op->fn = Py_NewRef(fn);
   op->args = Py_NewRef(fargs);
+  return op;
+}
+
+static PyObject *loop_host_func(PyObject *self, PyObject *args) {
+  Loop *lp = (Loop *)self;
+  void *p;
+  Op *op = host_op(lp, args, "OOO!O:host_func", &p);
+  if (op == NULL) return NULL;
   cudaev_future_t *f = NULL;
   cudaError_t e = cudaev_launch_host_func_async(lp->l, (cudaStream_t)p, op_host, op, &f);
   if (e != cudaSuccess) {
@@ -473,20 +483,9 @@ static PyObject *loop_host_func(PyObject *self, PyObject *args) {
  * so the stream never waits for Python (nor for this loop). */
 static PyObject *loop_host_after(PyObject *self, PyObject *args) {
   Loop *lp = (Loop *)self;
-  PyObject *h, *fn, *fargs, *fut;
-  if (!PyArg_ParseTuple(args, "OOO!O:host_after", &h, &fn, &PyTuple_Type, &fargs, &fut))
-    return NULL;
-  if (loop_check(lp)) return NULL;
-  if (!PyCallable_Check(fn)) {
-    PyErr_SetString(PyExc_TypeError, "host_func needs a callable");
-    return NULL;
-  }
-  void *p = PyLong_AsVoidPtr(h);
-  if (p == NULL && PyErr_Occurred()) return NULL;
-  Op *op = op_new(fut);
+  void *p;
+  Op *op = host_op(lp, args, "OOO!O:host_after", &p);
   if (op == NULL) return NULL;
-  op->fn = Py_NewRef(fn);
-  op->args = Py_NewRef(fargs);
   op->after = 1;
   cudaev_future_t *f = NULL;
   cudaError_t e = cudaev_future_new_stream(lp->l, (cudaStream_t)p, &f);
