@@ -18,9 +18,16 @@ echo "as built: exit $rc: $last"
 [ "$rc" = 0 ] || { cat "$dir/out"; fail "the demo exits $rc"; }
 if [ -x "$build/examples/inference_server/inference_server" ]; then
   case "$last" in
-    "demo: "*"loop_epoll ok, inference service ok ("*" backend): all worked"*) ;;
+    "demo: "*"loop_epoll ok, inference service ok ("*" backend)"*": all worked"*) ;;
     *) fail "last line: $last" ;;
   esac
+  # The Python service beside it, where Debian's Python has what it needs.
+  if /usr/bin/python3 -c 'import aiohttp, numpy, setuptools, wheel' 2>/dev/null; then
+    case "$last" in
+      *"inference service ok ("*" backend), Python service ok ("*"): all worked"*) ;;
+      *) fail "the Python service did not answer as the C one: $last" ;;
+    esac
+  fi
 else
   case "$last" in
     "demo: "*"loop_epoll ok, inference service not built"*": all worked"*) ;;
