@@ -15,7 +15,7 @@ run one request at a time on the same device as the service
 argmax up to a near tie).
 
 Writes JSON (every round) and a markdown table (medians, with min..max over
-the repeats as the spread) with the issue's targets judged, and a plot when
+the repeats as the spread) with the targets judged, and a plot when
 matplotlib imports.
 
   python3 bench/decode_load.py                     # GPU: --model-device cuda
@@ -259,7 +259,7 @@ def report(args, results, check):
                          f"{100 * res.get('idle_cores', float('nan')):.2f} |")
         if res.get("error"):
             lines.append(f"| {res['mode']} | | error: {res['error']} | | | | | |")
-    lines += ["", "Targets (issue 30 §2), cudaev against the twins:", ""]
+    lines += ["", "Targets, cudaev against the twins:", ""]
     idle = {r["mode"]: r.get("idle_cores") for r in results}
     for n in args.streams:
         c, e, p = (table.get((m, n)) for m in MODES)

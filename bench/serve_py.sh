@@ -4,7 +4,7 @@
 # at 1, 16, 256 and 4096 connections, each point bounded in time. For each
 # server and point: requests/s, p50/p99/p99.9, errors, and the server's CPU in
 # cores (user + system of the server and every process under it: the Python
-# master and its workers). Writes serve_py.md (the table and the issue's
+# master and its workers). Writes serve_py.md (the table and the
 # targets), serve_py.csv, serve_py.png (matplotlib, when it imports), the raw
 # wrk lines and a log.
 #
