@@ -170,7 +170,10 @@ int main(int argc, char **argv) {
     /* An Asio timer of the application's, on the same thread. */
     asio::steady_timer tick(io);
     std::function<void(const std::error_code &)> on_tick = [&](const std::error_code &ec) {
-      if (ec) return;
+      /* A tick that fired just before the last request finished still
+       * runs (cancel cannot take back a completed wait): it must not arm
+       * the next, or io.run() would never run out of work. */
+      if (ec || a.done == NREQ + 1) return;
       a.ticks++;
       tick.expires_after(2ms);
       tick.async_wait(on_tick);
