@@ -137,6 +137,10 @@ py=python3
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import aiohttp, numpy' 2>/dev/null && py=/usr/bin/python3
 if [ ! -s "$tmp/cpu.out" ] && [ ! -s "$tmp/gpu.out" ]; then
   : # the C service did not answer: nothing to compare with
+elif readelf -d "$build/libcudaev.so.1" 2>/dev/null | grep -qE 'lib[at]san'; then
+  # A sanitized build's library cannot load into the uninstrumented Python.
+  echo "--- the Python service: skipped in a sanitized build"
+  shown+=("Python service skipped (sanitized build)")
 elif ! $py -c 'import aiohttp, numpy' 2>/dev/null; then
   echo "--- the Python service needs aiohttp and numpy (Debian python3-aiohttp, python3-numpy)"
   shown+=("Python service skipped (no aiohttp/numpy)")
