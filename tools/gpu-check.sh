@@ -92,17 +92,15 @@ fi
 note "NEEDED of ours: $(readelf -d "$build/libcudart.so.13" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
 
 # The Python package: the carried wheel (tools/py-wheel.sh, build/py-dist)
-# unpacked once into a private folder; prints that folder.
+# unpacked once, before the parts run, into a private folder; py_site prints
+# it (empty when no wheel was carried).
 py_site_dir=""
-py_site() {
-  if [ -z "$py_site_dir" ]; then
-    py_site_dir=$(mktemp -d)
-    local whl
-    whl=$(ls build/py-dist/cudaev-*.whl 2>/dev/null | head -n 1)
-    [ -n "$whl" ] && python3 -m zipfile -e "$whl" "$py_site_dir"
-  fi
-  echo "$py_site_dir"
-}
+whl=$(ls build/py-dist/cudaev-*.whl 2>/dev/null | head -n 1)
+if [ -n "$whl" ]; then
+  py_site_dir=$(mktemp -d)
+  python3 -m zipfile -e "$whl" "$py_site_dir" || py_site_dir=""
+fi
+py_site() { echo "$py_site_dir"; }
 
 for part in "$@"; do
   t0=$(date +%s)
@@ -236,4 +234,5 @@ for part in "$@"; do
   note "  ($part: $(($(date +%s) - t0)) s)"
 done
 tar czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
+[ -z "$py_site_dir" ] || rm -rf "$py_site_dir"
 echo "=== summary"; cat "$summary"
