@@ -76,8 +76,8 @@ class BuildExt(build_ext):
 setup(
     ext_modules=[Extension(
         "cudaev._native",
-        sources=["cudaev/_native.c"],
-        depends=["cudaev/_compat.h"],
+        sources=["cudaev/_native.c", "cudaev/_op.c", "cudaev/_loop.c"],
+        depends=["cudaev/_native.h", "cudaev/_compat.h"],
         define_macros=[("Py_LIMITED_API", "0x030B0000")],
         extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter",
                             "-Wno-missing-field-initializers", "-fvisibility=hidden"],

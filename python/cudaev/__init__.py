@@ -21,12 +21,12 @@ callback) running on an asyncio loop; what they return is awaited on that
 same loop. Every cudaev callback runs on that loop's thread, never on a
 driver thread.
 
-Public: wait, host_func, Stream, Event, CudaError, detach.
+Public: wait, host_func, stats, Stream, Event, CudaError, detach.
 """
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, Optional, TypeVar
+from typing import Any, Awaitable, Callable, Dict, Optional, TypeVar
 
 from . import _native
 from ._attach import attached as _attached
@@ -34,7 +34,7 @@ from ._attach import detach
 from ._errors import CudaError, error_for
 from ._handles import EVENT, Event, Stream, handle_of
 
-__all__ = ["wait", "host_func", "Stream", "Event", "CudaError", "detach"]
+__all__ = ["wait", "host_func", "stats", "Stream", "Event", "CudaError", "detach"]
 __version__ = "0.1.0"
 
 _native._setup(error_for)
@@ -139,6 +139,22 @@ def host_func(stream: Any, fn: Callable[..., T], *args: Any,
     else:
         op = st.native.host_after(h, fn, args, fut)
     return _finish(fut, op, None)
+
+
+def stats() -> Dict[str, Any]:
+    """The counters of the running asyncio loop's cudaev loop (attached on
+    first use), for dashboards and debugging: ``passes``, ``wakeups`` (passes
+    woken through the fd), ``completions``, ``timers_fired``,
+    ``gpu_completions`` (of which ``gpu_word_markers`` / ``gpu_event_markers``),
+    ``gpu_failed``, ``gpu_wakeups_armed`` (host functions the loop enqueued to
+    wake itself), ``spin_ns`` (time spent polling completions before
+    sleeping), ``watchdog_checks``, ``watchdog_errors``, and
+    ``gpu_latency_log2_ns`` (a list: bucket i counts GPU completions seen
+    [2^i, 2^(i+1)) ns after their submission). Each only grows.
+
+    Thread: a thread running an asyncio loop.
+    """
+    return _attached().native.stats()
 
 
 # ---- private: promises and timers, which need no GPU (tests, benchmarks) ----

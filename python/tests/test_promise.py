@@ -164,3 +164,21 @@ async def test_timer_that_fires_early_is_armed_again():
     # deadline; the library then tells no new deadline. Each wait must still end.
     for i in range(200):
         await asyncio.wait_for(cudaev._timer(0.0003 + (i % 7) * 0.00037), 2)
+
+
+async def test_stats_count_what_the_loop_did():
+    before = cudaev.stats()
+    assert set(before) >= {"passes", "wakeups", "completions", "timers_fired",
+                           "gpu_completions", "gpu_wakeups_armed", "spin_ns",
+                           "gpu_latency_log2_ns"}
+    assert len(before["gpu_latency_log2_ns"]) == 32
+    for _ in range(5):
+        p = cudaev._promise()
+        p.set(0)
+        await p.wait()
+    await cudaev._timer(0.002)
+    after = cudaev.stats()
+    assert after["completions"] - before["completions"] >= 6
+    assert after["timers_fired"] - before["timers_fired"] == 1
+    assert after["passes"] > before["passes"]
+    assert after["gpu_completions"] == before["gpu_completions"]  # no GPU work here
