@@ -166,6 +166,39 @@ async def round_(url, ps, tokens):
     return res, wall
 
 
+def scrape(url):
+    """The service's unlabelled metrics (/metrics) as {name: value}."""
+    import urllib.request  # noqa: PLC0415
+
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and not line.startswith("#") and "{" not in parts[0]:
+            try:
+                out[parts[0]] = float(parts[1])
+            except ValueError:
+                pass
+    return out
+
+
+LOOP_KEYS = ("cudaev_loop_passes_total", "cudaev_loop_wakeups_total",
+             "cudaev_loop_gpu_wakeups_armed_total", "cudaev_loop_timers_fired_total",
+             "cudaev_loop_spin_seconds_total")
+
+
+def per_step(m0, m1):
+    """Decode steps between two scrapes, and what cudaev's loop did per step."""
+    steps = m1.get("decode_steps_total", 0) - m0.get("decode_steps_total", 0)
+    out = {"steps": steps}
+    if steps and all(k in m1 for k in LOOP_KEYS):
+        for k in LOOP_KEYS:
+            short = k[len("cudaev_loop_"):-len("_total")]
+            out[short] = (m1[k] - m0[k]) / steps
+    return out
+
+
 def run_mode(args, mode, ps, answers):
     out = {"mode": mode, "rounds": []}
     try:
@@ -181,9 +214,11 @@ def run_mode(args, mode, ps, answers):
         out["idle_cores"] = (svc.cpu_s() - c0) / (time.monotonic() - t0)
         for n in args.streams:
             for rep in range(args.repeats):
+                m0 = scrape(svc.url)
                 c0 = svc.cpu_s()
                 res, wall = asyncio.run(round_(svc.url, ps[:n], args.tokens))
                 cpu = svc.cpu_s() - c0
+                steps = per_step(m0, scrape(svc.url))
                 gaps = [g for r in res for g in r["gaps"]]
                 total = sum(len(r["tokens"]) for r in res)
                 out["rounds"].append({
@@ -192,7 +227,8 @@ def run_mode(args, mode, ps, answers):
                     "ttft_p50_ms": 1e3 * pct([r["ttft"] for r in res], 50),
                     "ttft_max_ms": 1e3 * max(r["ttft"] for r in res),
                     "itl_p50_ms": 1e3 * pct(gaps, 50), "itl_p99_ms": 1e3 * pct(gaps, 99),
-                    "server_cores": cpu / wall})
+                    "server_cores": cpu / wall, "per_step": steps,
+                    "step_ms": 1e3 * wall / steps["steps"] if steps["steps"] else None})
                 for i, r in enumerate(res):
                     if len(r["tokens"]) != args.tokens or not r["final"]:
                         out.setdefault("bad", []).append(f"stream {i}: {len(r['tokens'])} tokens, "
@@ -259,6 +295,21 @@ def report(args, results, check):
                          f"{100 * res.get('idle_cores', float('nan')):.2f} |")
         if res.get("error"):
             lines.append(f"| {res['mode']} | | error: {res['error']} | | | | | |")
+    lines += ["", "Per decode step (last round of each point; the cudaev loop's counters "
+              "from /metrics):", ""]
+    for res in results:
+        for n in args.streams:
+            rs = [r for r in res["rounds"] if r["streams"] == n]
+            if not rs or not rs[-1].get("step_ms"):
+                continue
+            st = rs[-1]["per_step"]
+            extra = ""
+            if "passes" in st:
+                extra = (f": {st['passes']:.2f} passes, {st['wakeups']:.2f} fd wake-ups, "
+                         f"{st['gpu_wakeups_armed']:.2f} armed, {st['timers_fired']:.2f} timers, "
+                         f"{1e6 * st['spin_seconds']:.1f} us spinning")
+            lines.append(f"- {res['mode']}, {n} streams: {rs[-1]['step_ms']:.3f} ms a step "
+                         f"({st['steps']:.0f} steps){extra}")
     lines += ["", "Targets, cudaev against the twins:", ""]
     idle = {r["mode"]: r.get("idle_cores") for r in results}
     for n in args.streams:

@@ -11,7 +11,10 @@ Rows (each awaits a torch.cuda.Event recorded after the work):
 Columns: round trip (tiny kernel + event record -> the await returns) p50 and
 p99 in us; CPU % of one core (process CPU time / wall) while awaiting a 200 ms
 kernel; completions/s with 64 tasks (each its own stream) and that run's CPU
-%; and the same 64 tasks enqueueing with no wait at all (`enqueue_only`).
+%; and the same 64 tasks enqueueing with no wait at all (`enqueue_only`); a
+decode-like step (STEP_OPS launches the GPU keeps up with, an event, the
+wait) p50 / p99 in us. For cudaev, what its loop did per completion
+(cudaev.stats()) and the cost of the wait() call itself.
 
 --quick needs no GPU (CI): promise round trips through cudaev against a plain
 asyncio.Future completed by call_soon, per loop: the per-completion cost of
@@ -93,6 +96,7 @@ class Gpu:
 
         self.torch = torch
         self.x = torch.zeros(1, device="cuda")
+        self.y = torch.zeros(1 << 18, device="cuda")  # a step's op: a few us of GPU each
         torch.cuda.synchronize()
         # torch.cuda._sleep spins the GPU for a number of cycles: calibrate.
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -116,8 +120,26 @@ class Gpu:
             with self.torch.cuda.stream(stream):
                 self.x.add_(1)
 
+    def step(self):
+        for _ in range(STEP_OPS):
+            self.y.add_(1)
+
     def long(self, ms):
         self.torch.cuda._sleep(int(self.cycles_per_ms * ms))
+
+
+STEPS = 300     # decode-like steps per row
+STEP_OPS = 100  # launches per step (a small model's decode step is about this)
+
+
+def loop_counts(before, n):
+    """The cudaev loop's counters since `before`, per completion awaited."""
+    after = cudaev.stats()
+    d = {k: after[k] - before[k] for k in ("passes", "wakeups", "gpu_wakeups_armed",
+                                           "spin_ns", "timers_fired")}
+    return {"passes": d["passes"] / n, "wakeups": d["wakeups"] / n,
+            "armed": d["gpu_wakeups_armed"] / n, "spin_us": d["spin_ns"] / n / 1e3,
+            "timers": d["timers_fired"] / n}
 
 
 def waiter(gpu, name):
@@ -163,6 +185,7 @@ async def gpu_row(gpu, name, n, seconds):
         ev.record()
         await w(ev, None)
     lat = []
+    s0 = cudaev.stats() if name == "cudaev" else None
     for _ in range(n):
         a = time.perf_counter()
         gpu.tiny()
@@ -170,6 +193,34 @@ async def gpu_row(gpu, name, n, seconds):
         await w(ev, None)
         lat.append(time.perf_counter() - a)
     row = {"rt_p50_us": pct(lat, 0.5) * 1e6, "rt_p99_us": pct(lat, 0.99) * 1e6}
+    if name == "cudaev":
+        row["loop_rt"] = loop_counts(s0, n)
+        # Where a round trip goes: the wait() call itself (the submission and
+        # its inline pass) against the whole.
+        call = []
+        for _ in range(n // 4):
+            gpu.tiny()
+            ev.record()
+            a = time.perf_counter()
+            aw = cudaev.wait(ev)
+            call.append(time.perf_counter() - a)
+            await aw
+        row["call_p50_us"] = pct(call, 0.5) * 1e6
+    # A decode-like step: STEP_OPS launches (the GPU keeps up with them),
+    # an event, the wait; the wait's cost shows as step time over the spin's.
+    steps = []
+    s0 = cudaev.stats() if name == "cudaev" else None
+    for i in range(STEPS + STEPS // 10):
+        a = time.perf_counter()
+        gpu.step()
+        ev.record()
+        await w(ev, None)
+        if i >= STEPS // 10:
+            steps.append(time.perf_counter() - a)
+    row["step_p50_us"] = pct(steps, 0.5) * 1e6
+    row["step_p99_us"] = pct(steps, 0.99) * 1e6
+    if name == "cudaev":
+        row["loop_step"] = loop_counts(s0, len(steps) + STEPS // 10)
     # CPU while awaiting a 200 ms kernel.
     cpu = []
     for _ in range(3):
@@ -245,6 +296,8 @@ async def gpu_rows(n, seconds):
 COLS = [("rt_p50_us", "round trip p50 us", "{:.1f}"), ("rt_p99_us", "p99 us", "{:.1f}"),
         ("cpu_200ms_pct", "CPU % awaiting 200 ms", "{:.2f}"),
         ("per_s_64", "completions/s, 64 tasks", "{:.0f}"), ("cpu_64_pct", "CPU % (64 tasks)", "{:.0f}"),
+        ("step_p50_us", f"{STEP_OPS}-launch step p50 us", "{:.0f}"),
+        ("step_p99_us", "step p99 us", "{:.0f}"),
         ("per_s", "round trips/s", "{:.0f}"), ("cpu_pct", "CPU %", "{:.0f}")]
 
 
@@ -261,6 +314,16 @@ def table(results):
                 continue
             cells = [c[2].format(r[c[0]]) if c[0] in r else "" for c in cols]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    for loop, rows in results["loops"].items():
+        cu = rows.get("cudaev", {})
+        for key, what in (("loop_rt", "round trip"), ("loop_step", "step")):
+            if key in cu:
+                c = cu[key]
+                lines.append(f"\n{loop}, cudaev loop per {what}: {c['passes']:.2f} passes, "
+                             f"{c['wakeups']:.2f} fd wake-ups, {c['armed']:.2f} armed wake-ups, "
+                             f"{c['timers']:.2f} timers, {c['spin_us']:.1f} us spinning")
+        if "call_p50_us" in cu:
+            lines.append(f"{loop}, the wait() call itself: p50 {cu['call_p50_us']:.1f} us")
     checks = results.get("targets")
     if checks:
         lines.append("\n### targets\n")

@@ -30,6 +30,8 @@
 #   nginx     deploy/test_nginx.py --backend gpu: nginx in front of two GPU
 #             service processes (one per GPU where there are two), one killed
 #             and restarted under load, both scraped; logs in OUT/nginx
+#   python    the Python package's GPU tests (python/tests/gpu/run.sh, the
+#             carried wheel) and bench/py_await.py, into OUT/python
 #   pyservice the Python service on the GPU (examples/python_service/tests/
 #             test_gpu.py: answers under load per --wait mode, a fault and the
 #             worker replaced), then bench/serve_py.sh (five servers at 1, 16,
@@ -179,6 +181,14 @@ for part in "$@"; do
         --backend gpu --out "$out/nginx" >"$logs/nginx.txt" 2>&1
       note "nginx: exit $? (77: skipped); $(grep -E '^(requests|scrape|FAIL|SKIP)' "$logs/nginx.txt" | tr '\n' ' ')"
       [ -z "$ngx" ] || rm -rf "$ngx"
+      ;;
+    python)
+      # The package's GPU tests and bench/py_await.py (its table lands in
+      # OUT/python/py_await.md).
+      bash python/tests/gpu/run.sh "$out/python" "$whl" >"$logs/python.txt" 2>&1
+      note "python gpu tests + py_await: exit $?"
+      grep -E '[0-9]+ passed|failed|PASS|FAIL|cudaev loop per|wait\(\) call' "$logs/python.txt" |
+        tee -a "$summary" >/dev/null
       ;;
     pyservice)
       python3 -c 'import torch, aiohttp, uvloop, numpy; print("torch", torch.__version__,

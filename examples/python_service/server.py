@@ -155,6 +155,8 @@ def make_app(cfg, model=None, metrics=None):
 
     async def start(app):
         waiting.prepare(cfg, need_cudaev=cfg.model_device == "cuda")
+        if waiting.loop_metrics() is not None:
+            svc.extra_metrics.append(waiting.loop_metrics)
         svc.start(make_device(cfg, model))
 
     async def cleanup(app):

@@ -57,6 +57,32 @@ def prepare(cfg, need_cudaev):
     _cudaev = cudaev
 
 
+_LOOP_COUNTERS = (
+    ("passes", "Processing passes of the cudaev loop."),
+    ("wakeups", "Passes woken through the cudaev loop's fd."),
+    ("gpu_completions", "GPU completions the cudaev loop saw."),
+    ("gpu_wakeups_armed", "Host functions the cudaev loop enqueued to wake itself."),
+    ("timers_fired", "Timers of the cudaev loop that fired."),
+)
+
+
+def loop_metrics():
+    """Prometheus lines of this event loop's cudaev loop (``cudaev.stats()``):
+    how it found the GPU done, for dashboards and for the load tests. None
+    when the waits are not cudaev's (then there is no such loop)."""
+    if _cudaev is None:
+        return None
+    st = _cudaev.stats()
+    o = []
+    for key, help_ in _LOOP_COUNTERS:
+        o.append(f"# HELP cudaev_loop_{key}_total {help_}\n# TYPE cudaev_loop_{key}_total "
+                 f"counter\ncudaev_loop_{key}_total {st[key]}\n")
+    o.append("# HELP cudaev_loop_spin_seconds_total Time the cudaev loop polled completions "
+             "before sleeping.\n# TYPE cudaev_loop_spin_seconds_total counter\n"
+             f"cudaev_loop_spin_seconds_total {st['spin_ns'] / 1e9:.9f}\n")
+    return "".join(o)
+
+
 class HostEvent:
     """A completion set by a host thread, shaped like a CUDA event for the
     three waits. ``set(error=None)`` marks it done (``error``: a message,
