@@ -611,7 +611,9 @@ cudaError_t cudaev_future_new_stream(cudaev_loop_t *loop, cudaStream_t stream,
 
 /* The work captured by the most recent cudaEventRecord of `event` (at the
  * time of this call). Uses an internal stream of the context current on
- * the calling thread (the loop's when none is). */
+ * the calling thread (the loop's when none is). When that work has
+ * finished already (cuEventQuery says so), the future comes back complete,
+ * and nothing is enqueued. */
 cudaError_t cudaev_future_new_event(cudaev_loop_t *loop, cudaEvent_t event, cudaev_future_t **out);
 
 /* cudaMemcpyAsync (kind must be a valid cudaMemcpyKind; addresses are

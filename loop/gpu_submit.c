@@ -49,6 +49,15 @@ static cudaError_t mark(struct cudaev__sub *s, CUstream stream, cudaev_future_t 
   return cudaSuccess;
 }
 
+/* A future completed with success, for work found done at submission. */
+static cudaError_t done_now(struct cudaev_loop *loop, cudaev_future_t **out) {
+  struct cudaev_future *f = cudaev__relay_new(loop, false);
+  if (f == NULL) return cudaErrorMemoryAllocation;
+  cudaev__future_try_complete(f, cudaSuccess);
+  *out = f;
+  return cudaSuccess;
+}
+
 CUDAEV_EXPORT cudaError_t cudaev_future_new_stream(cudaev_loop_t *loop, cudaStream_t stream,
                                                    cudaev_future_t **out) {
   struct cudaev__sub s;
@@ -63,6 +72,17 @@ CUDAEV_EXPORT cudaError_t cudaev_future_new_event(cudaev_loop_t *loop, cudaEvent
   cudaError_t e = cudaev__sub_begin(&s, loop, NULL, out);
   if (e != cudaSuccess) return cudaev__ret(e);
   if (event == NULL) return cudaev__sub_end(&s, cudaErrorInvalidResourceHandle);
+  /* Done already (a step whose GPU work kept up with its launches, an
+   * event never recorded): a future completed here, with no marker and no
+   * GPU hop. Any other answer (not ready, an error, an event of a capture)
+   * takes the stream wait below, which reports errors as before. The query
+   * is on the application's event for the application's request, but in
+   * relaxed mode all the same, so that it can never disturb a capture of
+   * another thread's (driver.h). */
+  struct cudaev__capture_mode mode = cudaev__capture_relax();
+  CUresult q = cudaev__drv.cuEventQuery((CUevent)event);
+  cudaev__capture_restore(mode);
+  if (q == CUDA_SUCCESS) return cudaev__sub_end(&s, done_now(s.loop, out));
   e = cudaev__error_from_cu(cudaev__drv.cuStreamWaitEvent(s.g->internal, (CUevent)event, 0));
   if (e == cudaSuccess) e = mark(&s, s.g->internal, out);
   return cudaev__sub_end(&s, e);

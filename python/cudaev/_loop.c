@@ -27,18 +27,29 @@ static PyObject *loop_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
   lp->timer_cb = NULL;
   lp->depth = 0;
   lp->waits = 0;
+  lp->hold_timer = lp->held = 0;
+  lp->held_ns = -1;
   lp->hosts.next = lp->hosts.prev = &lp->hosts;
   return (PyObject *)lp;
 }
 
-static void timer_tramp(cudaev_loop_t *l, int64_t ns, void *user) {
-  Loop *lp = user;
+static void tell_timer_cb(Loop *lp, long long ns) {
   if (lp->timer_cb == NULL) return;
-  PyObject *r = PyObject_CallFunction(lp->timer_cb, "L", (long long)ns);
+  PyObject *r = PyObject_CallFunction(lp->timer_cb, "L", ns);
   if (r == NULL)
     PyErr_WriteUnraisable(lp->timer_cb);
   else
     Py_DECREF(r);
+}
+
+static void timer_tramp(cudaev_loop_t *l, int64_t ns, void *user) {
+  Loop *lp = user;
+  if (lp->hold_timer) {
+    lp->held = 1;
+    lp->held_ns = (long long)ns;
+    return;
+  }
+  tell_timer_cb(lp, (long long)ns);
 }
 
 /* After cudaev_loop_destroy no skipped host function will run: their ops
@@ -155,6 +166,26 @@ static PyObject *loop_stats(PyObject *self, PyObject *unused) {
       "watchdog_errors", (unsigned long long)st.watchdog_errors, "gpu_latency_log2_ns", hist);
 }
 
+/* wait()'s own passes: the first takes f in and may spin; when the spin
+ * saw the GPU done (the library asks for a pass now, deadline 0), another
+ * completes f here rather than on the next turn of the asyncio loop. Only
+ * the last deadline reaches Python (one call instead of one per pass). */
+static void inline_passes(Loop *lp, cudaev_future_t *f) {
+  lp->hold_timer = 1;
+  lp->held = 0;
+  for (int i = 0; i < 3 && lp->l != NULL; i++) {
+    int told = lp->held;
+    lp->held = 0;
+    PyObject *none = loop_process((PyObject *)lp, NULL);
+    Py_XDECREF(none);
+    /* Nothing told in this pass: the previous deadline stands. */
+    if (!lp->held) lp->held = told;
+    if (cudaev_future_ready(f) || !(lp->held && lp->held_ns == 0)) break;
+  }
+  lp->hold_timer = 0;
+  if (lp->held && lp->l != NULL) tell_timer_cb(lp, lp->held_ns);
+}
+
 /* stream(handle, fut) / event(handle, fut): handle is the integer value of
  * a CUstream / CUevent (cudaStream_t / cudaEvent_t). */
 static PyObject *loop_gpu(Loop *lp, PyObject *args, int event) {
@@ -167,6 +198,16 @@ static PyObject *loop_gpu(Loop *lp, PyObject *args, int event) {
   cudaError_t e = event ? cudaev_future_new_event(lp->l, (cudaEvent_t)p, &f)
                         : cudaev_future_new_stream(lp->l, (cudaStream_t)p, &f);
   if (e != cudaSuccess) return raise_code((int)e);
+  if (cudaev_future_ready(f)) {
+    /* Done when submitted (an event whose work had finished): the outcome
+     * goes to fut now, so that `await` does not suspend, and the loop has
+     * nothing to do for it. */
+    cudaError_t st = cudaev_future_result(f);
+    cudaev_future_release(f);
+    Op *op = op_new(fut);
+    if (op != NULL) op_complete_now(op, st);
+    return (PyObject *)op;
+  }
   Op *op = op_new(fut);
   if (op == NULL) {
     cudaev_future_cancel(f);
@@ -178,10 +219,8 @@ static PyObject *loop_gpu(Loop *lp, PyObject *args, int event) {
     Py_DECREF(op);
     return NULL;
   }
-  if (!cudaev_future_ready(f)) {
-    op->waits_on = (Loop *)Py_NewRef((PyObject *)lp);
-    lp->waits++;
-  }
+  op->waits_on = (Loop *)Py_NewRef((PyObject *)lp);
+  lp->waits++;
   /* One pass now, on this thread (the loop's: the asyncio thread), instead
    * of on the next wake-up of the asyncio loop: the pass takes the future
    * in, and the loop's adaptive spin (only while the GPU is expected to
@@ -191,10 +230,7 @@ static PyObject *loop_gpu(Loop *lp, PyObject *args, int event) {
    * latency case): with others outstanding, a spin here would hold back the
    * tasks that enqueue the next work, and their completions wake the loop
    * anyway. Not inside a pass already (a continuation calling wait). */
-  if (lp->depth == 0 && lp->waits == 1) {
-    PyObject *none = loop_process((PyObject *)lp, NULL);
-    Py_XDECREF(none);
-  }
+  if (lp->depth == 0 && lp->waits == 1) inline_passes(lp, f);
   return r;
 }
 
@@ -386,4 +422,4 @@ static PyType_Slot loop_slots[] = {
     {0, NULL}};
 
 PyType_Spec cudaevpy_loop_spec = {"cudaev._native.Loop", sizeof(Loop), 0,
-                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, loop_slots};
+                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, loop_slots};

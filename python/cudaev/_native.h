@@ -31,6 +31,10 @@ typedef struct Loop {
   int depth;  /* nesting of process(): destroy inside it must be deferred */
   Op hosts;   /* list head of host_func ops whose fn has not run */
   long waits; /* wait() ops not yet completed */
+  /* While wait() runs its own passes, the deadlines the library tells are
+   * kept here and only the last reaches timer_cb. */
+  int hold_timer, held;
+  long long held_ns;
 } Loop;
 
 /* _native.c: the module's state, set at import. */
@@ -49,6 +53,9 @@ Op *op_new(PyObject *fut);
 /* Takes over the reference `f` and adds the continuation; on failure
  * returns NULL with the exception set, and op is freed by its caller. */
 PyObject *op_watch(Op *op, cudaev_future_t *f);
+/* Gives op's future the outcome `status` now (work found done when it was
+ * submitted); op keeps no cudaev future. */
+void op_complete_now(Op *op, cudaError_t status);
 /* The loop-thread host function of Loop.host_func (user: the Op). */
 cudaError_t op_host(void *user);
 /* Takes op off its Loop's list of pending host functions. */

@@ -53,24 +53,10 @@ static void op_call(Op *op) {
   Py_CLEAR(op->args);
 }
 
-/* The continuation: runs once, on the loop thread inside
- * cudaev_loop_process (or cudaev_loop_destroy), with the GIL held. It
- * holds one reference to op, taken when it was added. */
-static void op_done(cudaev_future_t *f, cudaError_t status, void *user) {
-  Op *op = user;
-  PyObject *fut = op->fut;
-  op->fut = NULL;
-  /* host_func without a gate: the stream got here; fn runs now, unless the
-   * wait failed or was cancelled first. */
-  if (op->after && op->fn != NULL) {
-    if (fut != NULL && status == cudaSuccess) op_call(op);
-    Py_CLEAR(op->fn);
-    Py_CLEAR(op->args);
-  }
-  if (op->waits_on != NULL) {
-    op->waits_on->waits--;
-    Py_CLEAR(op->waits_on);
-  }
+/* Gives fut (NULL: nobody awaits any more) the outcome: op's value or
+ * exception (host functions) on success, else CancelledError or the
+ * CUDA error; then drops fut and op's outcome. */
+static void settle_status(Op *op, PyObject *fut, cudaError_t status) {
   if (fut != NULL) {
     if (status == cudaSuccess && op->exc != NULL) {
       settle(fut, s_set_exception, op->exc);
@@ -91,7 +77,34 @@ static void op_done(cudaev_future_t *f, cudaError_t status, void *user) {
   }
   Py_CLEAR(op->value);
   Py_CLEAR(op->exc);
+}
+
+/* The continuation: runs once, on the loop thread inside
+ * cudaev_loop_process (or cudaev_loop_destroy), with the GIL held. It
+ * holds one reference to op, taken when it was added. */
+static void op_done(cudaev_future_t *f, cudaError_t status, void *user) {
+  Op *op = user;
+  PyObject *fut = op->fut;
+  op->fut = NULL;
+  /* host_func without a gate: the stream got here; fn runs now, unless the
+   * wait failed or was cancelled first. */
+  if (op->after && op->fn != NULL) {
+    if (fut != NULL && status == cudaSuccess) op_call(op);
+    Py_CLEAR(op->fn);
+    Py_CLEAR(op->args);
+  }
+  if (op->waits_on != NULL) {
+    op->waits_on->waits--;
+    Py_CLEAR(op->waits_on);
+  }
+  settle_status(op, fut, status);
   Py_DECREF(op);
+}
+
+void op_complete_now(Op *op, cudaError_t status) {
+  PyObject *fut = op->fut;
+  op->fut = NULL;
+  settle_status(op, fut, status);
 }
 
 /* A loop-thread host function: fn(*args) on the asyncio thread, GIL held.

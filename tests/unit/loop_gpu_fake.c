@@ -523,6 +523,50 @@ Test(loop_gpu_fake, event_fallback_without_stream_memops) {
   cudaev_loop_destroy(loop);
 }
 
+/* An event whose work is done when it is awaited (or that was never
+ * recorded) gives a future that is complete on return, with nothing
+ * enqueued for it; one still pending takes the stream wait. */
+Test(loop_gpu_fake, event_done_at_submission_completes_at_once) {
+  cudaev_loop_t *loop;
+  cr_assert_eq(cudaev_loop_new_thread(&loop), cudaSuccess);
+  CUstream s;
+  f_screate(&s, 0);
+  CUevent ev, fresh;
+  f_ecreate(&ev, 0);
+  f_ecreate(&fresh, 0);
+  cudaev_future_t *k, *e, *e2, *e3;
+  cr_assert_eq(kernel(loop, s, 20000, &k), cudaSuccess);
+  f_erecord(ev, s);
+  /* Pending: the ordinary path. */
+  cr_assert_eq(cudaev_future_new_event(loop, (cudaEvent_t)ev, &e), cudaSuccess);
+  cr_expect_eq(cudaev_future_result(e), cudaErrorNotReady, "completed before the GPU got there");
+  cr_expect_eq(cudaev_future_wait(e, 5 * SEC), cudaSuccess);
+  cr_expect(stream_idle(s));
+  cr_expect_eq(cudaev_future_wait(k, 5 * SEC), cudaSuccess);
+  /* Done: complete at once, no stream wait, no marker. */
+  long w0 = atomic_load(&writes), r0 = atomic_load(&records);
+  cr_assert_eq(cudaev_future_new_event(loop, (cudaEvent_t)ev, &e2), cudaSuccess);
+  cr_expect(cudaev_future_ready(e2), "a done event's future was not complete on return");
+  cr_expect_eq(cudaev_future_result(e2), cudaSuccess);
+  cr_assert_eq(cudaev_future_new_event(loop, (cudaEvent_t)fresh, &e3), cudaSuccess);
+  cr_expect_eq(cudaev_future_result(e3), cudaSuccess, "a never-recorded event is done");
+  cr_expect_eq(atomic_load(&writes), w0, "a marker was enqueued for done work");
+  cr_expect_eq(atomic_load(&records), r0, "a marker was enqueued for done work");
+  /* Its continuation still runs on the loop thread, once. */
+  struct count c = {0};
+  cudaev_future_then(e2, count_cb, &c);
+  for (int i = 0; i < 2000 && atomic_load(&c.n) < 1; i++) usleep(1000);
+  cr_expect_eq(atomic_load(&c.n), 1);
+  cr_expect_eq(atomic_load(&c.bad), 0);
+  cudaev_future_release(k);
+  cudaev_future_release(e);
+  cudaev_future_release(e2);
+  cudaev_future_release(e3);
+  f_edestroy(ev);
+  f_edestroy(fresh);
+  cudaev_loop_destroy(loop);
+}
+
 /* Loop-thread host functions on the event path (no stream memory
  * operations): fn runs on the loop thread, the stream waits for it, its
  * outcome is the future's, in order with futures around it. */

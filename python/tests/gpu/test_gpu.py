@@ -159,6 +159,35 @@ def test_wait_torch():
     run(go)
 
 
+def test_wait_on_done_event_completes_in_the_call():
+    """An event whose work has finished (or never recorded) gives an
+    awaitable that is done when wait() returns: nothing goes to the GPU or
+    through the loop. One still pending behind work re-recorded after the
+    first wait is not mistaken for done."""
+    torch = need("torch")
+
+    async def go():
+        s = torch.cuda.Stream()
+        ev = torch.cuda.Event()
+        st0 = cudaev.stats()
+        w = cudaev.wait(ev)  # never recorded
+        assert cudaev.stats()["passes"] == st0["passes"]
+        await w
+        torch_sleep(torch, 20, s)
+        ev.record(s)
+        ev.synchronize()
+        st0 = cudaev.stats()
+        w = cudaev.wait(ev)
+        st1 = cudaev.stats()
+        assert st1["passes"] == st0["passes"] and st1["gpu_completions"] == st0["gpu_completions"]
+        await w
+        torch_sleep(torch, 50, s)
+        ev.record(s)
+        await check_waits(ev, ev.query, lambda: None)
+
+    run(go)
+
+
 def test_wait_cupy():
     cp = need("cupy")
     torch = need("torch")
