@@ -160,19 +160,21 @@ def test_wait_torch():
 
 
 def test_wait_on_done_event_completes_in_the_call():
-    """An event whose work has finished (or never recorded) gives an
-    awaitable that is done when wait() returns: nothing goes to the GPU or
-    through the loop. One still pending behind work re-recorded after the
-    first wait is not mistaken for done."""
+    """An event whose work has finished gives an awaitable that is done when
+    wait() returns: nothing goes to the GPU or through the loop. The same
+    event recorded again behind pending work is not mistaken for done.
+    (torch creates its event at the first record: before, its handle is 0,
+    which wait() refuses as cudaErrorInvalidResourceHandle.)"""
     torch = need("torch")
 
     async def go():
         s = torch.cuda.Stream()
         ev = torch.cuda.Event()
-        st0 = cudaev.stats()
-        w = cudaev.wait(ev)  # never recorded
-        assert cudaev.stats()["passes"] == st0["passes"]
-        await w
+        try:
+            cudaev.wait(ev)
+            raise AssertionError("a NULL event handle was accepted")
+        except cudaev.CudaError as e:
+            assert e.name == "cudaErrorInvalidResourceHandle", e
         torch_sleep(torch, 20, s)
         ev.record(s)
         ev.synchronize()
