@@ -25,7 +25,6 @@ Public: wait, host_func, Stream, Event, CudaError, detach.
 """
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Awaitable, Callable, Optional, TypeVar
 
 from . import _native
@@ -40,22 +39,6 @@ __version__ = "0.1.0"
 _native._setup(error_for)
 
 T = TypeVar("T")
-
-
-async def _finish(fut: "asyncio.Future[T]", op: "_native.Op",
-                  timeout: Optional[float]) -> T:
-    if timeout is None:
-        try:
-            return await fut
-        except asyncio.CancelledError:
-            op.cancel()
-            raise
-    async with asyncio.timeout(timeout):
-        try:
-            return await fut
-        except asyncio.CancelledError:
-            op.cancel()
-            raise
 
 
 def wait(x: Any, timeout: Optional[float] = None) -> Awaitable[None]:
@@ -81,9 +64,9 @@ def wait(x: Any, timeout: Optional[float] = None) -> Awaitable[None]:
     """
     kind, h = handle_of(x)
     st = _attached()
-    fut = st.aloop_ref().create_future()
+    fut = st.future()
     op = st.native.event(h, fut) if kind == EVENT else st.native.stream(h, fut)
-    return _finish(fut, op, timeout)
+    return st.finish(fut, op, timeout)
 
 
 def host_func(stream: Any, fn: Callable[..., T], *args: Any,
@@ -133,12 +116,12 @@ def host_func(stream: Any, fn: Callable[..., T], *args: Any,
     if kind == EVENT:
         raise TypeError("cudaev.host_func needs a stream, not an event")
     st = _attached()
-    fut = st.aloop_ref().create_future()
+    fut = st.future()
     if hold:
         op = st.native.host_func(h, fn, args, fut)
     else:
         op = st.native.host_after(h, fn, args, fut)
-    return _finish(fut, op, None)
+    return st.finish(fut, op, None)
 
 
 # ---- private: promises and timers, which need no GPU (tests, benchmarks) ----
@@ -146,18 +129,19 @@ def host_func(stream: Any, fn: Callable[..., T], *args: Any,
 class _Promise:
     """A cudaev promise as an awaitable: ``await p`` after ``p.set(code)``."""
 
-    __slots__ = ("fut", "op")
+    __slots__ = ("fut", "op", "finish")
 
     def __init__(self) -> None:
         st = _attached()
-        self.fut = st.aloop_ref().create_future()
+        self.fut = st.future()
         self.op = st.native.promise(self.fut)
+        self.finish = st.finish
 
     def set(self, code: int = 0) -> bool:
         return self.op.set(code)
 
     def wait(self, timeout: Optional[float] = None) -> Awaitable[None]:
-        return _finish(self.fut, self.op, timeout)
+        return self.finish(self.fut, self.op, timeout)
 
 
 def _promise() -> _Promise:
@@ -167,6 +151,6 @@ def _promise() -> _Promise:
 def _timer(seconds: float) -> Awaitable[None]:
     """A cudaev timer future (through the loop's own deadline) as an awaitable."""
     st = _attached()
-    fut = st.aloop_ref().create_future()
+    fut = st.future()
     op = st.native.timer(max(0, int(seconds * 1e9)), fut)
-    return _finish(fut, op, None)
+    return st.finish(fut, op, None)

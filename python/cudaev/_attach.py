@@ -12,19 +12,38 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from typing import Optional
+from typing import Any, Optional
 
 from . import _native
 
-__all__ = ["attached", "detach"]
+__all__ = ["attached", "detach", "finish"]
 
 _states: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Attached]" = \
     weakref.WeakKeyDictionary()
 _lock = threading.Lock()  # guards _states; a loop only ever reads its own entry
 
 
+async def finish(fut: "asyncio.Future[Any]", op: "_native.Op",
+                 timeout: Optional[float]) -> Any:
+    """Awaits fut; a cancelled await cancels the cudaev future too."""
+    if timeout is None:
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            op.cancel()
+            raise
+    async with asyncio.timeout(timeout):
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            op.cancel()
+            raise
+
+
 class _Attached:
     __slots__ = ("native", "aloop_ref", "handle", "at", "fd", "finalizer", "__weakref__")
+
+    finish = staticmethod(finish)
 
     def __init__(self, aloop: asyncio.AbstractEventLoop) -> None:
         native = _native.Loop()
@@ -42,6 +61,9 @@ class _Attached:
         self.finalizer = weakref.finalize(aloop, _finalize, native)
         # Tells the current deadline at once (the handle is set inside).
         native.set_timer_cb(self._deadline)
+
+    def future(self) -> "asyncio.Future[Any]":
+        return self.aloop_ref().create_future()
 
     def _deadline(self, ns: int) -> None:
         h = self.handle
