@@ -1,4 +1,4 @@
-"""cudaev: await CUDA streams and events from asyncio, beside any CUDA runtime.
+"""cudaev: await CUDA streams and events from asyncio or trio, beside any CUDA runtime.
 
     import asyncio, torch, cudaev
 
@@ -7,19 +7,21 @@
         await cudaev.wait(torch.cuda.current_stream())  # everything so far is done
         ...
 
-    asyncio.run(main())          # or uvloop.run(main())
+    asyncio.run(main())          # or uvloop.run(main()), trio.run(main), anyio.run(main)
 
 No set-up: the first ``wait`` or ``host_func`` in a running asyncio loop
 attaches a cudaev loop to it (its eventfd through ``add_reader``, its
 deadline through ``call_at``); each asyncio loop, in each thread, gets its own.
+Under trio (anyio's trio backend included) the first use in a ``trio.run``
+attaches one to that run, driven by a system task until the run ends.
 The process keeps its own CUDA runtime (PyTorch's, CuPy's, cuda-python's):
 cudaev uses the bundled ``libcudaev.so.1``, which exports only ``cudaev_*``
 names and talks to the driver.
 
 Thread rule: ``wait`` and ``host_func`` are called from a coroutine (or
-callback) running on an asyncio loop; what they return is awaited on that
-same loop. Every cudaev callback runs on that loop's thread, never on a
-driver thread.
+callback) running on an asyncio loop, or from a trio task; what they return
+is awaited on that same loop (by that task, in that run). Every cudaev
+callback runs on that loop's (run's) thread, never on a driver thread.
 
 Public: wait, host_func, Stream, Event, CudaError, detach.
 """
@@ -56,11 +58,14 @@ def wait(x: Any, timeout: Optional[float] = None) -> Awaitable[None]:
     is first awaited. Raises ``CudaError`` (code, name, message) for a CUDA
     error, sticky ones included; ``TimeoutError`` after ``timeout`` seconds
     (or under ``asyncio.timeout``); cancelling the awaiting task cancels the
-    wait (the GPU work goes on) and releases everything it held.
+    wait (the GPU work goes on) and releases everything it held (under trio:
+    a cancel scope, ``trio.move_on_after`` / ``fail_after``, raising
+    ``trio.Cancelled`` as trio does).
     ``TypeError`` for an object that names no stream or event; ``CudaError``
     at once when the work cannot be awaited (no driver, a bad handle).
 
-    Thread: a thread running an asyncio loop; await the result there.
+    Thread: a thread running an asyncio loop, or a trio task; await the
+    result there.
     """
     kind, h = handle_of(x)
     st = _attached()
@@ -74,7 +79,8 @@ def host_func(stream: Any, fn: Callable[..., T], *args: Any,
     """Runs ``fn(*args)`` on this asyncio loop's thread when ``stream`` gets
     to this point; the awaitable gives fn's result (or raises its exception).
 
-    fn runs inside the event loop, with the GIL, never on a driver thread.
+    fn runs inside the event loop, with the GIL, never on a driver thread
+    (under trio: on the run's thread, inside the task that drives cudaev).
 
     By default (``hold=False``) the stream does not wait for fn: fn runs once
     everything enqueued on ``stream`` before this call has finished, and work
@@ -110,7 +116,7 @@ def host_func(stream: Any, fn: Callable[..., T], *args: Any,
 
     Cancelling the awaiting task of a held host_func drops the result; fn
     still runs (the stream waits for it). Thread: a thread running an asyncio
-    loop.
+    loop, or a trio task (then "the asyncio loop" above is the trio run).
     """
     kind, h = handle_of(stream)
     if kind == EVENT:
