@@ -19,14 +19,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # (skipped without it), wrk for its load test (bench/serve.sh); nginx and
 # curl for deploy/ (nginx in front of two service processes; its test).
 # python3-*: the Python package (python/): its build (setuptools, wheel, pip,
-# the headers) and its tests (pytest, pytest-asyncio, uvloop); python3-aiohttp and
+# the headers) and its tests (pytest, pytest-asyncio, uvloop; trio and anyio
+# for its trio path, whose tests skip without them); python3-aiohttp and
 # -numpy for examples/python_service; g++ and libasio-dev for include/cudaev.hpp's
 # tests and examples/loop_asio.cpp (skipped without them).
 packages="libev-dev libcriterion-dev meson ninja-build pkg-config python3 binutils gcc make
   dpkg-dev bzip2 xz-utils libgl-dev libegl-dev libvdpau-dev libvulkan-dev clang-format
   libuv1-dev liburing-dev libmicrohttpd-dev wrk nginx curl g++ libasio-dev
   python3-dev python3-pip python3-setuptools python3-wheel python3-pytest
-  python3-pytest-asyncio python3-uvloop python3-aiohttp python3-numpy"
+  python3-pytest-asyncio python3-uvloop python3-trio python3-anyio python3-aiohttp
+  python3-numpy"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1,4 +1,4 @@
-"""cudaev: await CUDA streams and events from asyncio, beside any CUDA runtime.
+"""cudaev: await CUDA streams and events from asyncio or trio, beside any CUDA runtime.
 
     import asyncio, torch, cudaev
 
@@ -7,25 +7,26 @@
         await cudaev.wait(torch.cuda.current_stream())  # everything so far is done
         ...
 
-    asyncio.run(main())          # or uvloop.run(main())
+    asyncio.run(main())          # or uvloop.run(main()), trio.run(main), anyio.run(main)
 
 No set-up: the first ``wait`` or ``host_func`` in a running asyncio loop
 attaches a cudaev loop to it (its eventfd through ``add_reader``, its
 deadline through ``call_at``); each asyncio loop, in each thread, gets its own.
+Under trio (anyio's trio backend included) the first use in a ``trio.run``
+attaches one to that run, driven by a system task until the run ends.
 The process keeps its own CUDA runtime (PyTorch's, CuPy's, cuda-python's):
 cudaev uses the bundled ``libcudaev.so.1``, which exports only ``cudaev_*``
 names and talks to the driver.
 
 Thread rule: ``wait`` and ``host_func`` are called from a coroutine (or
-callback) running on an asyncio loop; what they return is awaited on that
-same loop. Every cudaev callback runs on that loop's thread, never on a
-driver thread.
+callback) running on an asyncio loop, or from a trio task; what they return
+is awaited on that same loop (by that task, in that run). Every cudaev
+callback runs on that loop's (run's) thread, never on a driver thread.
 
 Public: wait, host_func, stats, Stream, Event, CudaError, detach.
 """
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Awaitable, Callable, Dict, Optional, TypeVar
 
 from . import _native
@@ -40,22 +41,6 @@ __version__ = "0.1.0"
 _native._setup(error_for)
 
 T = TypeVar("T")
-
-
-async def _finish(fut: "asyncio.Future[T]", op: "_native.Op",
-                  timeout: Optional[float]) -> T:
-    if timeout is None:
-        try:
-            return await fut
-        except asyncio.CancelledError:
-            op.cancel()
-            raise
-    async with asyncio.timeout(timeout):
-        try:
-            return await fut
-        except asyncio.CancelledError:
-            op.cancel()
-            raise
 
 
 def wait(x: Any, timeout: Optional[float] = None) -> Awaitable[None]:
@@ -73,17 +58,20 @@ def wait(x: Any, timeout: Optional[float] = None) -> Awaitable[None]:
     is first awaited. Raises ``CudaError`` (code, name, message) for a CUDA
     error, sticky ones included; ``TimeoutError`` after ``timeout`` seconds
     (or under ``asyncio.timeout``); cancelling the awaiting task cancels the
-    wait (the GPU work goes on) and releases everything it held.
+    wait (the GPU work goes on) and releases everything it held (under trio:
+    a cancel scope, ``trio.move_on_after`` / ``fail_after``, raising
+    ``trio.Cancelled`` as trio does).
     ``TypeError`` for an object that names no stream or event; ``CudaError``
     at once when the work cannot be awaited (no driver, a bad handle).
 
-    Thread: a thread running an asyncio loop; await the result there.
+    Thread: a thread running an asyncio loop, or a trio task; await the
+    result there.
     """
     kind, h = handle_of(x)
     st = _attached()
-    fut = st.aloop_ref().create_future()
+    fut = st.future()
     op = st.native.event(h, fut) if kind == EVENT else st.native.stream(h, fut)
-    return _finish(fut, op, timeout)
+    return st.finish(fut, op, timeout)
 
 
 def host_func(stream: Any, fn: Callable[..., T], *args: Any,
@@ -91,7 +79,8 @@ def host_func(stream: Any, fn: Callable[..., T], *args: Any,
     """Runs ``fn(*args)`` on this asyncio loop's thread when ``stream`` gets
     to this point; the awaitable gives fn's result (or raises its exception).
 
-    fn runs inside the event loop, with the GIL, never on a driver thread.
+    fn runs inside the event loop, with the GIL, never on a driver thread
+    (under trio: on the run's thread, inside the task that drives cudaev).
 
     By default (``hold=False``) the stream does not wait for fn: fn runs once
     everything enqueued on ``stream`` before this call has finished, and work
@@ -127,18 +116,18 @@ def host_func(stream: Any, fn: Callable[..., T], *args: Any,
 
     Cancelling the awaiting task of a held host_func drops the result; fn
     still runs (the stream waits for it). Thread: a thread running an asyncio
-    loop.
+    loop, or a trio task (then "the asyncio loop" above is the trio run).
     """
     kind, h = handle_of(stream)
     if kind == EVENT:
         raise TypeError("cudaev.host_func needs a stream, not an event")
     st = _attached()
-    fut = st.aloop_ref().create_future()
+    fut = st.future()
     if hold:
         op = st.native.host_func(h, fn, args, fut)
     else:
         op = st.native.host_after(h, fn, args, fut)
-    return _finish(fut, op, None)
+    return st.finish(fut, op, None)
 
 
 def stats() -> Dict[str, Any]:
@@ -162,18 +151,19 @@ def stats() -> Dict[str, Any]:
 class _Promise:
     """A cudaev promise as an awaitable: ``await p`` after ``p.set(code)``."""
 
-    __slots__ = ("fut", "op")
+    __slots__ = ("fut", "op", "finish")
 
     def __init__(self) -> None:
         st = _attached()
-        self.fut = st.aloop_ref().create_future()
+        self.fut = st.future()
         self.op = st.native.promise(self.fut)
+        self.finish = st.finish
 
     def set(self, code: int = 0) -> bool:
         return self.op.set(code)
 
     def wait(self, timeout: Optional[float] = None) -> Awaitable[None]:
-        return _finish(self.fut, self.op, timeout)
+        return self.finish(self.fut, self.op, timeout)
 
 
 def _promise() -> _Promise:
@@ -183,6 +173,6 @@ def _promise() -> _Promise:
 def _timer(seconds: float) -> Awaitable[None]:
     """A cudaev timer future (through the loop's own deadline) as an awaitable."""
     st = _attached()
-    fut = st.aloop_ref().create_future()
+    fut = st.future()
     op = st.native.timer(max(0, int(seconds * 1e9)), fut)
-    return _finish(fut, op, None)
+    return st.finish(fut, op, None)

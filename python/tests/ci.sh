@@ -2,7 +2,9 @@
 # The Python package's CI test (meson test `python`, suite unit): builds the
 # wheel from the tree against BUILD_DIR's libcudaev.so.1 (tools/py-wheel.sh),
 # unpacks it into a temporary folder and runs the pytest suite on it with
-# Debian's Python, on asyncio's loop and on uvloop. No network.
+# Debian's Python, on asyncio's loop and on uvloop; on trio and on anyio's
+# two backends too where python3-trio / python3-anyio are installed (those
+# tests skip, saying why, where they are not). No network.
 #
 #   python/tests/ci.sh BUILD_DIR [PYTEST_ARGS...]
 set -euo pipefail

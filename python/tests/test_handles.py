@@ -117,7 +117,11 @@ async def test_wait_calls_the_right_constructor(obj, kind, handle, monkeypatch):
 
     class St:
         native = rec
-        aloop_ref = staticmethod(asyncio.get_running_loop)
+        finish = staticmethod(cudaev._attach.finish)
+
+        @staticmethod
+        def future():
+            return asyncio.get_running_loop().create_future()
 
     monkeypatch.setattr(cudaev, "_attached", lambda: St)
     await cudaev.wait(obj)
