@@ -33,7 +33,7 @@ from . import _native
 from ._attach import attached as _attached
 from ._attach import detach
 from ._errors import CudaError, error_for
-from ._handles import EVENT, Event, Stream, handle_of
+from ._handles import EVENT, NOTHING, STREAM, Event, Stream, handle_of
 
 __all__ = ["wait", "host_func", "stats", "Stream", "Event", "CudaError", "detach"]
 __version__ = "0.1.0"
@@ -68,10 +68,16 @@ def wait(x: Any, timeout: Optional[float] = None) -> Awaitable[None]:
     result there.
     """
     kind, h = handle_of(x)
+    if kind == NOTHING:
+        return _nothing()
     st = _attached()
     fut = st.future()
     op = st.native.event(h, fut) if kind == EVENT else st.native.stream(h, fut)
     return st.finish(fut, op, timeout)
+
+
+async def _nothing() -> None:
+    return None
 
 
 def host_func(stream: Any, fn: Callable[..., T], *args: Any,
@@ -119,7 +125,7 @@ def host_func(stream: Any, fn: Callable[..., T], *args: Any,
     loop, or a trio task (then "the asyncio loop" above is the trio run).
     """
     kind, h = handle_of(stream)
-    if kind == EVENT:
+    if kind != STREAM:
         raise TypeError("cudaev.host_func needs a stream, not an event")
     st = _attached()
     fut = st.future()

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Tuple
 
-__all__ = ["STREAM", "EVENT", "Stream", "Event", "handle_of"]
+__all__ = ["STREAM", "EVENT", "NOTHING", "Stream", "Event", "handle_of"]
 
 STREAM = 0
 EVENT = 1
+NOTHING = 2  # an event object with nothing recorded yet (torch makes its event at the first record)
 
 _ACCEPTED = (
     "cudaev.wait accepts: an object with __cuda_stream__ (cuda.core's stream protocol), "
@@ -94,7 +95,10 @@ def handle_of(x: Any) -> Tuple[int, int]:
         if hasattr(x, "cuda_stream"):
             return STREAM, _as_int(x.cuda_stream, name)
         if hasattr(x, "cuda_event"):
-            return EVENT, _as_int(x.cuda_event, name)
+            h = _as_int(x.cuda_event, name)
+            # torch.cuda.Event creates its CUDA event at the first record;
+            # until then it is complete (query() True), as here.
+            return (EVENT, h) if h != 0 else (NOTHING, 0)
     # CuPy: Stream / ExternalStream / Event carry .ptr.
     if mod.startswith("cupy"):
         if "Event" in name:

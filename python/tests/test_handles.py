@@ -7,7 +7,7 @@ import pytest
 
 import cudaev
 from cudaev import _handles
-from cudaev._handles import EVENT, STREAM, handle_of
+from cudaev._handles import EVENT, NOTHING, STREAM, handle_of
 
 
 def standin(module, name, **attrs):
@@ -143,3 +143,16 @@ async def test_no_driver_is_a_cuda_error():
         await cudaev.host_func(0, "not callable")
     with pytest.raises(TypeError, match="not an event"):
         await cudaev.host_func(cudaev.Event(5), print)
+
+
+async def test_unrecorded_torch_event_is_done_without_the_loop(monkeypatch):
+    # torch makes its CUDA event at the first record (cuda_event 0 before);
+    # until then it is complete, and nothing is asked of the loop.
+    ev = standin("torch.cuda.streams", "Event", cuda_event=0)
+    assert handle_of(ev) == (NOTHING, 0)
+
+    def no_loop():
+        raise AssertionError("the loop was asked for an event with nothing recorded")
+
+    monkeypatch.setattr(cudaev, "_attached", no_loop)
+    assert await cudaev.wait(ev) is None
