@@ -9,7 +9,8 @@ Rows (each awaits a torch.cuda.Event recorded after the work):
              the error is reported as the row's result if it fails)
   cudaev     `await cudaev.wait(ev)`
 Columns: round trip (tiny kernel + event record -> the await returns) p50 and
-p99 in us; CPU % of one core (process CPU time / wall) while awaiting a 200 ms
+p99 in us; the same with a BUSY_US kernel still running when the wait is
+made; CPU % of one core (process CPU time / wall) while awaiting a 200 ms
 kernel; completions/s with 64 tasks (each its own stream) and that run's CPU
 %; and the same 64 tasks enqueueing with no wait at all (`enqueue_only`); a
 decode-like step (STEP_OPS launches the GPU keeps up with, an event, the
@@ -129,6 +130,7 @@ class Gpu:
 
 
 STEPS = 300     # decode-like steps per row
+BUSY_US = 50    # the kernel of the second round trip, still running when awaited
 STEP_OPS = 100  # launches per step (a small model's decode step is about this)
 
 
@@ -206,6 +208,21 @@ async def gpu_row(gpu, name, n, seconds):
             call.append(time.perf_counter() - a)
             await aw
         row["call_p50_us"] = pct(call, 0.5) * 1e6
+    # The same with a kernel that is still running when the wait is made
+    # (BUSY_US long): what a wait costs when the work is not done yet.
+    busy = []
+    s0 = cudaev.stats() if name == "cudaev" else None
+    for i in range(n // 2 + n // 20):
+        a = time.perf_counter()
+        gpu.long(BUSY_US / 1000)
+        ev.record()
+        await w(ev, None)
+        if i >= n // 20:
+            busy.append(time.perf_counter() - a)
+    row["busy_p50_us"] = pct(busy, 0.5) * 1e6
+    row["busy_p99_us"] = pct(busy, 0.99) * 1e6
+    if name == "cudaev":
+        row["loop_busy"] = loop_counts(s0, n // 2 + n // 20)
     # A decode-like step: STEP_OPS launches (the GPU keeps up with them),
     # an event, the wait; the wait's cost shows as step time over the spin's.
     steps = []
@@ -320,12 +337,14 @@ def merge(rs):
 COLS = [("rt_p50_us", "round trip p50 us", "{:.1f}"), ("rt_p99_us", "p99 us", "{:.1f}"),
         ("cpu_200ms_pct", "CPU % awaiting 200 ms", "{:.2f}"),
         ("per_s_64", "completions/s, 64 tasks", "{:.0f}"), ("cpu_64_pct", "CPU % (64 tasks)", "{:.0f}"),
+        ("busy_p50_us", f"{BUSY_US} us kernel round trip p50 us", "{:.1f}"),
+        ("busy_p99_us", "p99 us", "{:.1f}"),
         ("step_p50_us", f"{STEP_OPS}-launch step p50 us", "{:.0f}"),
         ("step_p99_us", "step p99 us", "{:.0f}"),
         ("per_s", "round trips/s", "{:.0f}"), ("cpu_pct", "CPU %", "{:.0f}")]
 
 
-SPREAD = ("rt_p50_us", "per_s_64", "step_p50_us")
+SPREAD = ("rt_p50_us", "busy_p50_us", "per_s_64", "step_p50_us")
 
 
 def cell(r, key, fmt):
@@ -351,7 +370,8 @@ def table(results):
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
     for loop, rows in results["loops"].items():
         cu = rows.get("cudaev", {})
-        for key, what in (("loop_rt", "round trip"), ("loop_step", "step")):
+        for key, what in (("loop_rt", "round trip"), ("loop_busy", f"{BUSY_US} us round trip"),
+                          ("loop_step", "step")):
             if key in cu:
                 c = cu[key]
                 lines.append(f"\n{loop}, cudaev loop per {what}: {c['passes']:.2f} passes, "
@@ -392,6 +412,10 @@ def targets(results):
 
         add("round trip p50 <= 1.2x spin", ratio(cu, sp, "rt_p50_us"), 1.2)
         add("round trip p99 <= 1.5x spin p99", ratio(cu, sp, "rt_p99_us"), 1.5)
+        # Not the target (its kernel is done before the wait is
+        # made, here): the same bar for work still running.
+        add(f"(also) {BUSY_US} us kernel round trip p50 <= 1.2x spin",
+            ratio(cu, sp, "busy_p50_us"), 1.2)
         c = cu["cpu_200ms_pct"]
         out.append({"loop": loop, "what": f"{loop}: CPU awaiting 200 ms <= 1 %",
                     "got": f"{c:.2f} %", "ok": c <= 1})
@@ -401,9 +425,12 @@ def targets(results):
                                       ("enqueue_only", ">= 0.6x enqueue-only rate", 0.6)):
                 if rows.get(name, {}).get("per_s_64"):
                     add(what, ratio(cu, rows[name], "per_s_64"), limit, at_least=True)
+            # The loop's thread is busy enqueueing in every row; a spinning
+            # core would be a second one (the executor's pool thread).
             c = cu["cpu_64_pct"]
-            out.append({"loop": loop, "what": f"{loop}: no spinning core (64 tasks CPU < 100 %)",
-                        "got": f"{c:.0f} %", "ok": c < 100})
+            out.append({"loop": loop, "what": f"{loop}: no spinning core (64 tasks: CPU "
+                        "<= 105 % of one core, the loop's own thread)",
+                        "got": f"{c:.0f} %", "ok": c <= 105})
     return out
 
 
