@@ -14,6 +14,7 @@
 #   py-cudaev    examples/python_service/server.py --wait cudaev (the service)
 #   py-executor  the same with --wait executor (run_in_executor(None, event.synchronize))
 #   py-poll      the same with --wait poll (query() + asyncio.sleep(0))
+#   py-cudaev-nospin  --wait cudaev --cudaev-spin-us 0 (not in the default set)
 #   async        examples/inference_server --loop-threads W (the C service)
 #   twin         examples/inference_server_blocking on NVIDIA's libcudart
 # --quick: a CPU smoke run (--model-device cpu, --backend cpu; 1, 16 and 64
@@ -23,6 +24,7 @@
 #   SERVE_CONNECTIONS    connection counts (default "1 16 256 4096")
 #   SERVE_DURATION       seconds measured per point (default 5)
 #   SERVE_WARMUP         seconds of load before a server's first point (default 1)
+#   SERVE_ROUNDS         rounds of every server, orders rotated (default 1); medians reported
 #   SERVE_THREADS        wrk threads (default 8, at most the connections)
 #   SERVE_WORKERS        W: Python workers and the C service's loop threads (default 4)
 #   SERVE_PY             the Python with torch, aiohttp, uvloop (default python3)
@@ -60,6 +62,7 @@ else
 fi
 warm=${SERVE_WARMUP:-1}
 servers=${SERVE_SERVERS:-py-cudaev py-executor py-poll async twin}
+rounds=${SERVE_ROUNDS:-1}
 py=${SERVE_PY:-python3}
 nvidia_lib=${CUDAEV_NVIDIA_CUDART:-/usr/local/cuda/lib64/libcudart.so.13}
 async_bin=$build/examples/inference_server/inference_server
@@ -103,10 +106,12 @@ start_server() { # kind -> sets pid, port
   rm -f "$work/port"
   case $kind in
     py-*)
+      local mode=${kind#py-} extra=""
+      [ "$mode" = cudaev-nospin ] && { mode=cudaev; extra="--cudaev-spin-us 0"; }
       # shellcheck disable=SC2086
-      "$py" "$py_server" --wait "${kind#py-}" --model-device "$py_dev" --workers "$workers" \
+      "$py" "$py_server" --wait "$mode" --model-device "$py_dev" --workers "$workers" \
         --port 0 --port-file "$work/port" --deadline-ms 30000 --connection-timeout 60 \
-        ${SERVE_PY_ARGS:-} >>"$log" 2>&1 &
+        $extra ${SERVE_PY_ARGS:-} >>"$log" 2>&1 &
       ;;
     async)
       # shellcheck disable=SC2086
@@ -154,7 +159,13 @@ say "points: $conns connections x ${dur}s; wrk $wrk"
 say "date: $(date -u '+%F %T') UTC; host $(uname -n), $(nproc) CPUs; fd limit $(ulimit -n)"
 command -v nvidia-smi >/dev/null && say "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
 t_all=$(date +%s)
-for kind in $servers; do
+# Each round runs every server once, in an order rotated by one from the
+# round before (the machine drifts, and the first server of a run pays for
+# a cold GPU): the report gives each point's median over the rounds.
+order=$servers
+for round in $(seq "$rounds"); do
+[ "$rounds" -gt 1 ] && say "round $round: $order"
+for kind in $order; do
   start_server "$kind" || continue
   [ "$warm" -gt 0 ] && run_wrk 16 "$warm" >/dev/null
   for c in $conns; do
@@ -184,6 +195,9 @@ PY
     say "  $(tail -n 1 "$csv")"
   done
   stop_server
+done
+set -- $order
+order="${*:2} $1"
 done
 say "all points: $(($(date +%s) - t_all)) s"
 python3 "$here/serve_py_report.py" "$csv" "$out" --header "$log"

@@ -13,6 +13,7 @@ Exit 0 when all hold, 1 when one does not or was not measured."""
 import argparse
 import csv
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -23,7 +24,31 @@ COLUMNS = [("server", "server"), ("connections", "conns"), ("rps", "req/s"),
            ("errors", "errors"), ("cpu_cores", "CPU (cores)"), ("threads", "threads")]
 
 
-def verdicts(rows):
+NUMERIC = ("rps", "p50_ms", "p99_ms", "p999_ms", "max_ms", "errors", "cpu_cores", "threads",
+           "requests")
+
+
+def merge_rounds(rows):
+    """One row per (server, connections): each number the median over the
+    rounds, with rps and p50 kept per round (`rps_all`, `p50_all`) for the
+    spread; the servers' first-seen order is kept."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["server"], int(r["connections"])), []).append(r)
+    out = []
+    for (server, c), rs in groups.items():
+        m = {"server": server, "connections": str(c), "rounds": len(rs)}
+        for k in NUMERIC:
+            vals = [num(r.get(k, "")) for r in rs]
+            vals = [v for v in vals if v is not None]
+            m[k] = f"{statistics.median(vals):g}" if vals else ""
+            if k in ("rps", "p50_ms"):
+                m[k + "_all"] = vals
+        out.append(m)
+    return out
+
+
+def verdicts(rows, ours="py-cudaev"):
     by = {(r["server"], int(r["connections"])): r for r in rows}
     points = sorted({int(r["connections"]) for r in rows})
     out = []
@@ -33,27 +58,27 @@ def verdicts(rows):
         return num(r[col]) if r else None
 
     for c in (1, 16):
-        a, e = get("py-cudaev", c, "p50_ms"), get("py-executor", c, "p50_ms")
+        a, e = get(ours, c, "p50_ms"), get("py-executor", c, "p50_ms")
         if a is None or e is None:
             out.append((False, f"p50 at {c} connections: not measured"))
         else:
-            out.append((a <= 0.8 * e, f"p50 at {c} connections: cudaev {a:.3f} ms, executor "
+            out.append((a <= 0.8 * e, f"{ours}: p50 at {c} connections: cudaev {a:.3f} ms, executor "
                                       f"{e:.3f} ms: {a / e:.2f}x (target <= 0.8x)"))
     for c in points:
-        a, p = get("py-cudaev", c, "cpu_cores"), get("py-poll", c, "cpu_cores")
+        a, p = get(ours, c, "cpu_cores"), get("py-poll", c, "cpu_cores")
         if a is None or p is None:
             out.append((False, f"CPU at {c} connections: not measured"))
         else:
             ratio = a / p if p else float("inf")
-            out.append((ratio <= 0.5, f"CPU at {c} connections: cudaev {a:.2f} cores, poll "
+            out.append((ratio <= 0.5, f"{ours}: CPU at {c} connections: cudaev {a:.2f} cores, poll "
                                       f"{p:.2f}: {ratio:.2f}x (target <= 0.5x)"))
-        a = get("py-cudaev", c, "rps")
+        a = get(ours, c, "rps")
         for twin in ("py-executor", "py-poll"):
             t = get(twin, c, "rps")
             if a is None or t is None:
                 out.append((False, f"req/s at {c} connections vs {twin}: not measured"))
             else:
-                out.append((a >= t, f"req/s at {c} connections: cudaev {a:.0f}, {twin} {t:.0f}: "
+                out.append((a >= t, f"{ours}: req/s at {c} connections: cudaev {a:.0f}, {twin} {t:.0f}: "
                                     f"{a / t if t else float('inf'):.2f}x (target >= 1x)"))
     return out
 
@@ -64,7 +89,8 @@ def main():
     ap.add_argument("outdir")
     ap.add_argument("--header")
     a = ap.parse_args()
-    rows = list(csv.DictReader(open(a.csv)))
+    rows = merge_rounds(list(csv.DictReader(open(a.csv))))
+    nrounds = max((r["rounds"] for r in rows), default=1)
     lines = ["# The Python service and its twins beside the C services (bench/serve_py.sh)", ""]
     if a.header and os.path.exists(a.header):
         lines += ["```"] + [l.rstrip() for l in open(a.header)
@@ -77,12 +103,24 @@ def main():
             v = r.get(k, "")
             if k == "rps" and num(v) is not None:
                 v = f"{num(v):,.0f}"
+            spread = r.get(k + "_all") or []
+            if len(spread) > 1:
+                fmt = "{:,.0f}" if k == "rps" else "{:.3f}"
+                v += f" ({fmt.format(min(spread))}..{fmt.format(max(spread))})"
             cells.append(v or "-")
         lines.append("| " + " | ".join(cells) + " |")
+    if nrounds > 1:
+        lines += ["", f"Medians over {nrounds} rounds (min..max for req/s and p50); each round "
+                  "ran every server once, orders rotated."]
     vs = verdicts(rows)
     ok = all(v for v, _ in vs)
     lines += ["", "Targets (py-cudaev against its twins):", ""]
     lines += [f"- {'PASS' if v else 'FAIL'}: {t}" for v, t in vs]
+    if any(r["server"] == "py-cudaev-nospin" for r in rows):
+        lines += ["", "The same bars for py-cudaev-nospin (--cudaev-spin-us 0), for comparison:",
+                  ""]
+        lines += [f"- {'PASS' if v else 'FAIL'}: {t}" for v, t in verdicts(rows,
+                                                                              "py-cudaev-nospin")]
     lines += ["", f"All targets: {'PASS' if ok else 'FAIL'}",
               "", plot(rows, os.path.join(a.outdir, "serve_py.png"),
                    "the Python service (--wait cudaev) beside its twins and the C services")]

@@ -86,6 +86,9 @@ def make_parser():
     a("--wait", choices=("cudaev", "executor", "poll"), default="cudaev",
       help="how a batch is awaited: cudaev.wait (default), run_in_executor(None, "
            "event.synchronize), or a query() + sleep(0) poller")
+    a("--cudaev-spin-us", type=int, default=None, metavar="US",
+      help="--wait cudaev: how long cudaev's loop may poll a completion it expects soon "
+           "(cudaev.set_spin; default: the library's, 50)")
     a("--model-device", choices=("cuda", "cpu"), default="cuda",
       help="cuda: PyTorch on the GPU (default); cpu: the reference on a worker thread")
     a("--cpu-impl", choices=("numpy", "torch"), default="numpy",

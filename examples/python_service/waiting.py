@@ -55,6 +55,9 @@ def prepare(cfg, need_cudaev):
                              "use --wait executor|poll") from None
         return
     _cudaev = cudaev
+    spin = getattr(cfg, "cudaev_spin_us", None)
+    if spin is not None:
+        cudaev.set_spin(spin)
 
 
 _LOOP_COUNTERS = (

@@ -23,7 +23,7 @@ callback) running on an asyncio loop, or from a trio task; what they return
 is awaited on that same loop (by that task, in that run). Every cudaev
 callback runs on that loop's (run's) thread, never on a driver thread.
 
-Public: wait, host_func, stats, Stream, Event, CudaError, detach.
+Public: wait, host_func, set_spin, stats, Stream, Event, CudaError, detach.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from ._attach import detach
 from ._errors import CudaError, error_for
 from ._handles import EVENT, NOTHING, STREAM, Event, Stream, handle_of
 
-__all__ = ["wait", "host_func", "stats", "Stream", "Event", "CudaError", "detach"]
+__all__ = ["wait", "host_func", "set_spin", "stats", "Stream", "Event", "CudaError", "detach"]
 __version__ = "0.1.0"
 
 _native._setup(error_for)
@@ -134,6 +134,21 @@ def host_func(stream: Any, fn: Callable[..., T], *args: Any,
     else:
         op = st.native.host_after(h, fn, args, fut)
     return st.finish(fut, op, None)
+
+
+def set_spin(us: int) -> None:
+    """Sets how long (microseconds, at most 1,000,000) this loop's cudaev loop
+    may poll for GPU work it expects to finish soon before it sleeps until a
+    wake-up; 0 never polls. Default 50. The poll runs on the event loop's
+    thread, in ``wait`` itself when it is the only wait in flight: it saves
+    a wake-up's latency (tens of microseconds) and holds the event loop
+    meanwhile, so a server whose loop always has other work may prefer 0.
+
+    Thread: a thread running an asyncio loop (or a trio task).
+    """
+    if isinstance(us, bool) or not isinstance(us, int) or us < 0:
+        raise ValueError(f"cudaev.set_spin: {us!r} is no number of microseconds (an int >= 0)")
+    _attached().native.set_spin(us)
 
 
 def stats() -> Dict[str, Any]:

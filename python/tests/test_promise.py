@@ -182,3 +182,11 @@ async def test_stats_count_what_the_loop_did():
     assert after["timers_fired"] - before["timers_fired"] == 1
     assert after["passes"] > before["passes"]
     assert after["gpu_completions"] == before["gpu_completions"]  # no GPU work here
+
+
+async def test_set_spin_checks_its_argument():
+    cudaev.set_spin(0)
+    cudaev.set_spin(50)
+    for bad in (-1, 1.5, True, "50"):
+        with pytest.raises(ValueError):
+            cudaev.set_spin(bad)
