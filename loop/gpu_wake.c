@@ -77,7 +77,13 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
     /* While completions flow (a pass completed something lately), the
      * next is likely near too: keep polling rather than sleep until a
      * stream's armed wakeup, which sits behind all of its queued work. */
+    bool flowing = g->last_done + FLOW_NS > now;
     if (end < g->last_done + FLOW_NS) end = g->last_done + FLOW_NS;
+    /* Expected only after the window, with nothing flowing: a spin would
+     * give up before the GPU got there, and the wakeup armed after it
+     * would come no sooner; it only holds the thread (a server's loop has
+     * other work). Sleep at once. */
+    if (!flowing && oldest + g->ewma_ns > now + max) end = now;
     if (end > now + max) end = now + max;
     uint64_t spun_from = now;
     while (now < end) {

@@ -670,6 +670,56 @@ static void set_flag(cudaev_future_t *f, cudaError_t s, void *u) {
   atomic_store((atomic_int *)u, 1);
 }
 
+/* Drives a foreign loop until f completed; returns the loop's spin time. */
+static uint64_t drive_until(cudaev_loop_t *loop, cudaev_future_t *f) {
+  while (!cudaev_future_ready(f)) {
+    int to = cudaev_loop_prepare(loop);
+    struct pollfd p = {.fd = cudaev_loop_fd(loop), .events = POLLIN};
+    poll(&p, 1, to < 0 || to > 50 ? 50 : to);
+    cudaev_loop_process(loop);
+  }
+  struct cudaev_loop_stats st;
+  cudaev_loop_stats(loop, &st, sizeof st);
+  return st.spin_ns;
+}
+
+/* The adaptive spin polls only for work expected within its window: once
+ * the loop has seen this stream's kernels take 20 ms, it sleeps at once
+ * (the armed wakeup comes no later), while 100 us kernels are polled for. */
+Test(loop_gpu_fake, spin_only_for_work_expected_within_the_window) {
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s);
+  cudaev_loop_set_spin(loop, 1000);
+  cudaev_future_t *f;
+  for (int i = 0; i < 4; i++) { /* the loop learns: 20 ms a completion */
+    cr_assert_eq(kernel(loop, s, 20000, &f), cudaSuccess);
+    drive_until(loop, f);
+    cudaev_future_release(f);
+  }
+  usleep(1000); /* nothing flowing any more */
+  cr_assert_eq(kernel(loop, s, 20000, &f), cudaSuccess);
+  cudaev_loop_process(loop); /* takes it in */
+  struct cudaev_loop_stats st;
+  cudaev_loop_stats(loop, &st, sizeof st);
+  uint64_t before = st.spin_ns;
+  cr_expect_gt(cudaev_loop_prepare_ns(loop), 0, "nothing to do now: 20 ms of work runs");
+  cudaev_loop_stats(loop, &st, sizeof st);
+  cr_expect_eq(st.spin_ns, before, "spun %llu ns for work expected after the window",
+               (unsigned long long)(st.spin_ns - before));
+  drive_until(loop, f);
+  cudaev_future_release(f);
+  /* Short kernels: once the loop has seen a few, expected within the
+   * window, and polled for. */
+  for (int i = 0; i < 40; i++) {
+    cr_assert_eq(kernel(loop, s, 100, &f), cudaSuccess);
+    drive_until(loop, f);
+    cudaev_future_release(f);
+  }
+  cudaev_loop_stats(loop, &st, sizeof st);
+  cr_expect_gt(st.spin_ns, before, "never spun for 100 us kernels");
+  cudaev_loop_destroy(loop);
+}
+
 Test(loop_gpu_fake, foreign_loop_sleeps_and_is_woken_by_armed_host_function) {
   CUstream s;
   cudaev_loop_t *loop = foreign_with_stream(&s);
