@@ -79,11 +79,14 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
      * stream's armed wakeup, which sits behind all of its queued work. */
     bool flowing = g->last_done + FLOW_NS > now;
     if (end < g->last_done + FLOW_NS) end = g->last_done + FLOW_NS;
-    /* Expected only after the window, with nothing flowing: a spin would
-     * give up before the GPU got there, and the wakeup armed after it
-     * would come no sooner; it only holds the thread (a server's loop has
-     * other work). Sleep at once. */
-    if (!flowing && oldest + g->ewma_ns > now + max) end = now;
+    /* Expected only well after the window, with nothing flowing: a spin
+     * would give up before the GPU got there, and the wakeup armed after
+     * it would come no sooner; it only holds the thread (a server's loop
+     * has other work). Sleep at once. "Well after": twice the window,
+     * because latencies seen through wakeups include the wakeup's own
+     * tens of microseconds, and work just past the window would otherwise
+     * never be polled for again. */
+    if (!flowing && oldest + g->ewma_ns > now + 2 * max) end = now;
     if (end > now + max) end = now + max;
     uint64_t spun_from = now;
     while (now < end) {
