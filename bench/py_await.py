@@ -177,6 +177,21 @@ def waiter(gpu, name):
     return w
 
 
+async def timed_waits(name, w, ev, enqueue, n, warm):
+    """`warm` + `n` times: enqueue(), record ev, await w; the last n times
+    (s), and for cudaev what its loop did per wait (None otherwise)."""
+    s0 = cudaev.stats() if name == "cudaev" else None
+    lat = []
+    for i in range(warm + n):
+        a = time.perf_counter()
+        enqueue()
+        ev.record()
+        await w(ev, None)
+        if i >= warm:
+            lat.append(time.perf_counter() - a)
+    return lat, (loop_counts(s0, warm + n) if s0 is not None else None)
+
+
 async def gpu_row(gpu, name, n, seconds):
     torch = gpu.torch
     w = waiter(gpu, name)
@@ -210,34 +225,17 @@ async def gpu_row(gpu, name, n, seconds):
         row["call_p50_us"] = pct(call, 0.5) * 1e6
     # The same with a kernel that is still running when the wait is made
     # (BUSY_US long): what a wait costs when the work is not done yet.
-    busy = []
-    s0 = cudaev.stats() if name == "cudaev" else None
-    for i in range(n // 2 + n // 20):
-        a = time.perf_counter()
-        gpu.long(BUSY_US / 1000)
-        ev.record()
-        await w(ev, None)
-        if i >= n // 20:
-            busy.append(time.perf_counter() - a)
-    row["busy_p50_us"] = pct(busy, 0.5) * 1e6
-    row["busy_p99_us"] = pct(busy, 0.99) * 1e6
-    if name == "cudaev":
-        row["loop_busy"] = loop_counts(s0, n // 2 + n // 20)
+    busy, counts = await timed_waits(name, w, ev, lambda: gpu.long(BUSY_US / 1000),
+                                     n // 2, n // 20)
+    row["busy_p50_us"], row["busy_p99_us"] = pct(busy, 0.5) * 1e6, pct(busy, 0.99) * 1e6
+    if counts:
+        row["loop_busy"] = counts
     # A decode-like step: STEP_OPS launches (the GPU keeps up with them),
     # an event, the wait; the wait's cost shows as step time over the spin's.
-    steps = []
-    s0 = cudaev.stats() if name == "cudaev" else None
-    for i in range(STEPS + STEPS // 10):
-        a = time.perf_counter()
-        gpu.step()
-        ev.record()
-        await w(ev, None)
-        if i >= STEPS // 10:
-            steps.append(time.perf_counter() - a)
-    row["step_p50_us"] = pct(steps, 0.5) * 1e6
-    row["step_p99_us"] = pct(steps, 0.99) * 1e6
-    if name == "cudaev":
-        row["loop_step"] = loop_counts(s0, len(steps) + STEPS // 10)
+    steps, counts = await timed_waits(name, w, ev, gpu.step, STEPS, STEPS // 10)
+    row["step_p50_us"], row["step_p99_us"] = pct(steps, 0.5) * 1e6, pct(steps, 0.99) * 1e6
+    if counts:
+        row["loop_step"] = counts
     # CPU while awaiting a 200 ms kernel.
     cpu = []
     for _ in range(3):
