@@ -100,6 +100,28 @@ def test_prepare():
         waiting.prepare(cfg("cudaev"), need_cudaev=False)  # the CPU path goes on
 
 
+def test_loop_metrics(monkeypatch):
+    # No cudaev loop (other modes, or cudaev not importable): nothing to render.
+    monkeypatch.setattr(waiting, "_cudaev", None)
+    assert waiting.loop_metrics() is None
+
+    class Stub:  # cudaev.stats()'s shape
+        @staticmethod
+        def stats():
+            return {"passes": 7, "wakeups": 3, "gpu_completions": 5, "gpu_wakeups_armed": 2,
+                    "timers_fired": 1, "spin_ns": 1500}
+
+    monkeypatch.setattr(waiting, "_cudaev", Stub)
+    text = waiting.loop_metrics()
+    lines = {l.split()[0]: l.split()[1] for l in text.splitlines() if not l.startswith("#")}
+    assert lines == {"cudaev_loop_passes_total": "7", "cudaev_loop_wakeups_total": "3",
+                     "cudaev_loop_gpu_completions_total": "5",
+                     "cudaev_loop_gpu_wakeups_armed_total": "2",
+                     "cudaev_loop_timers_fired_total": "1",
+                     "cudaev_loop_spin_seconds_total": "0.000001500"}
+    assert "# TYPE cudaev_loop_passes_total counter" in text
+
+
 def test_weights_and_forward():
     dims = [64, 256, 256, 16]
     m = model.Model.generate(dims, 1)
