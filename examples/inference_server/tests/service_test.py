@@ -250,7 +250,12 @@ def t_eager_batch(args):
             xs = [rand_input(s.model, rng) for _ in range(k)]
             conns = [s.conn() for _ in range(k)]
             for c in conns:
-                c.connect()
+                # A /health round trip on each: the server has accepted
+                # (and counts) every connection before the burst; a
+                # connect() alone may still sit in the accept queue, and a
+                # slow server then sees fewer open connections than requests.
+                st, _, _, _ = s.request("GET", "/health", conn=c)
+                check(st == 200, f"/health before the burst: {st}")
             barrier = threading.Barrier(k)
 
             def one(x, c):
