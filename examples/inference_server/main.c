@@ -10,6 +10,14 @@
  * device); they share the model and the metrics, and main()'s loop (thread
  * 0) takes the signals and passes them on (ev_async).
  *
+ * SIGINT and SIGTERM are blocked in every thread from the start (threads,
+ * the driver's included, inherit the mask) and read from a signalfd by
+ * thread 0's loop: a stop request waits in the kernel until the loop reads
+ * it, whichever thread it was sent to and whatever the thread was doing.
+ * (A handler, libev's default, may run on a thread that cannot act on it,
+ * and under ThreadSanitizer, which defers handlers, a SIGTERM right after
+ * start-up was seen lost.)
+ *
  *   inference_server [OPTIONS]     (--help lists them)
  * Prints "listening on http://ADDR:PORT/" once it serves. Exit status: 0
  * after a complete drain, 1 on a start-up error or a drain that timed out,
@@ -354,7 +362,7 @@ static void *loop_thread(void *arg) {
 
 /* Sets up loop thread i's server: loop, batcher, devices, HTTP daemon. */
 static int server_open(struct server *s, int port, char *err, size_t errlen) {
-  s->evl = s->thread == 0 ? EV_DEFAULT : ev_loop_new(EVFLAG_AUTO);
+  s->evl = s->thread == 0 ? ev_default_loop(EVFLAG_SIGNALFD) : ev_loop_new(EVFLAG_AUTO);
   if (s->evl == NULL) {
     snprintf(err, errlen, "cannot make an event loop");
     return -1;
@@ -406,6 +414,11 @@ int main(int argc, char **argv) {
                         argc, argv);
   if (rc >= 0) return rc;
   signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
   setvbuf(stdout, NULL, _IOLBF, 0);
   int nt = cfg.loop_threads;
   struct server *srv = calloc((size_t)nt, sizeof *srv);
