@@ -31,6 +31,7 @@ import time
 
 import numpy as np
 
+import fdtimer
 import waiting
 
 FAULT_DEVICE, FAULT_STICKY = 1, 2
@@ -203,13 +204,15 @@ class Batcher:
         self.window = cfg.batch_window_us * 1e-6
         self.queue = collections.deque()
         self.free = list(device.slots)
-        self.timer = None
+        self.loop = asyncio.get_running_loop()
+        # The window is a timerfd: the loops' own timers cannot wait 200 us
+        # without either adding most of a millisecond or spinning (fdtimer.py).
+        self.timer = fdtimer.FdTimer(self.loop)
         self.draining = False
         self.batch_id = 0
         self.up = True
         self.inflight = set()
         self.on_unrecoverable = on_unrecoverable
-        self.loop = asyncio.get_running_loop()
 
     def submit(self, x, fault=0):
         """Queues one row; returns the future of its Answer. Raises QueueFull."""
@@ -236,13 +239,9 @@ class Batcher:
         age = time.monotonic() - q[0].t
         if self.draining or age >= self.window:
             return len(q)
-        if self.timer is None:
-            self.timer = self.loop.call_at(self.loop.time() + self.window - age, self._on_timer)
+        if not self.timer.armed:
+            self.timer.arm(q[0].t + self.window, self.dispatch)
         return 0
-
-    def _on_timer(self):
-        self.timer = None
-        self.dispatch()
 
     def dispatch(self):
         while self.free and self.up:
@@ -257,9 +256,8 @@ class Batcher:
             task = self.loop.create_task(self._run(slot, rows))
             self.inflight.add(task)
             task.add_done_callback(self.inflight.discard)
-        if self.timer is not None and not self.queue:
+        if not self.queue:
             self.timer.cancel()
-            self.timer = None
 
     async def _run(self, slot, rows):
         n = len(rows)
@@ -324,6 +322,11 @@ class Batcher:
         self.free = list(self.device.slots)
         self.up = True
         self.dispatch()
+
+    def close(self):
+        """Releases the window's timer; nothing is dispatched after it."""
+        self.up = False
+        self.timer.close()
 
     def fail_queued(self, why):
         """Answers every queued row with ``why`` (a drain that gave up, a restart)."""

@@ -163,6 +163,8 @@ def make_app(cfg, model=None, metrics=None):
         svc.start(make_device(cfg, model))
 
     async def cleanup(app):
+        if svc.batcher is not None:
+            svc.batcher.close()
         if svc.device is not None:
             svc.device.close()
 

@@ -180,3 +180,57 @@ def test_parse_bodies():
         parse.raw_floats(np.array([1, np.inf, 3], "<f4").tobytes(), 3)
     assert parse.format_json(np.array([0.1, -1e-7, 16777216, np.nan], np.float32)) == \
         b"[0.100000001,-1.00000001e-07,16777216,null]\n"
+
+
+def _loops():
+    yield "asyncio", asyncio.new_event_loop
+    try:
+        import uvloop
+    except ImportError:
+        return
+    yield "uvloop", uvloop.new_event_loop
+
+
+@pytest.mark.parametrize("name,new_loop", list(_loops()), ids=[n for n, _ in _loops()])
+def test_fd_timer(name, new_loop):
+    """The batch window's timer: fires once at its time, never before it (a
+    200 us call_at runs at once on uvloop), sleeping meanwhile; a re-arm
+    replaces the deadline; cancel and close drop it."""
+    import fdtimer
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        t = fdtimer.FdTimer(loop)
+        fired = []
+        for delay in (200e-6, 2e-3):
+            when = time.monotonic() + delay
+            done = loop.create_future()
+            t.arm(when, lambda: (fired.append(time.monotonic()), done.set_result(None)))
+            await asyncio.wait_for(done, 5)
+            await asyncio.sleep(0.005)
+            assert len(fired) == 1 and fired[0] >= when, (delay, fired, when)
+            fired.clear()
+        # A re-arm replaces the deadline; cancel drops it.
+        t.arm(time.monotonic() + 0.001, lambda: fired.append("first"))
+        t.arm(time.monotonic() + 0.003, lambda: fired.append("second"))
+        await asyncio.sleep(0.05)
+        assert fired == ["second"]
+        t.arm(time.monotonic() + 0.002, lambda: fired.append("cancelled"))
+        t.cancel()
+        assert not t.armed
+        await asyncio.sleep(0.02)
+        assert fired == ["second"]
+        # The timer sleeps: a 20 ms wait costs the thread a small part of it
+        # (a spinning one costs all of it).
+        c0, w0 = time.thread_time(), time.monotonic()
+        done = loop.create_future()
+        t.arm(time.monotonic() + 0.02, lambda: done.set_result(None))
+        await done
+        assert time.thread_time() - c0 < 0.5 * (time.monotonic() - w0)
+        t.close()
+
+    loop = new_loop()
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
