@@ -40,7 +40,8 @@
 #   decode    bench/decode_load.py: the decode loop (POST /v1/generate) per
 #             --wait mode at 1, 16 and 64 streams of 256 tokens, every answer
 #             checked against torch one request at a time (about 3 minutes)
-#             into OUT/decode-load.*; needs what pyservice needs
+#             into OUT/decode-load.*; needs what pyservice needs; DECODE_ARGS
+#             go to decode_load.py (e.g. --server-arg=--decode-graphs=off)
 #   badinput  tests/badinput/run.sh, if present (at most BADINPUT_BUDGET s)
 #   multi     with two or more GPUs: tests/pytorch/ddp.sh (DDP over NCCL, one
 #             process a GPU, both runtimes) and the service under wrk on one
@@ -208,7 +209,7 @@ for part in "$@"; do
       ;;
     decode)
       PYTHONPATH=$(py_site)${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 \
-        python3 bench/decode_load.py --out "$out/decode-load" >"$logs/decode.txt" 2>&1
+        python3 bench/decode_load.py --out "$out/decode-load" ${DECODE_ARGS:-} >"$logs/decode.txt" 2>&1
       note "decode_load: exit $?"
       grep -E '^\| (cudaev|executor|poll) |^- |^  CPU|^Answers' "$out/decode-load.md" 2>/dev/null |
         tee -a "$summary" >/dev/null

@@ -51,6 +51,9 @@ def add_arguments(parser):
                    help="an .npz of the weights: loaded when it exists, else made from "
                    "--decode-seed and written there (default: made, not written)")
     g.add_argument("--decode-seed", type=int, default=1, help="weights seed (default 1)")
+    g.add_argument("--decode-graphs", choices=("on", "off"), default="on",
+                   help="on a GPU, run each step as a CUDA graph captured at start (on, the "
+                   "default, as engines do) or op by op from Python (off)")
     g.add_argument("--decode-max-body", type=int, default=1 << 16,
                    help="largest request body in bytes (default 65536)")
     g.add_argument("--decode-default-tokens", type=int, default=16,

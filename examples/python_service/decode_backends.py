@@ -56,7 +56,8 @@ class CpuBackend:
 
 def make_backend(cfg, weights, dims=Dims()):
     """The backend the service's flags choose: ``--model-device cuda``:
-    torch on ``cuda:--cuda-device``; ``cpu``: numpy on a worker thread, or
+    torch on ``cuda:--cuda-device`` (each step a CUDA graph unless
+    ``--decode-graphs off``); ``cpu``: numpy on a worker thread, or
     torch on the CPU with ``--cpu-impl torch``. Raises ``SystemExit`` with
     the reason when torch cannot run."""
     max_batch = cfg.decode_max_batch
@@ -64,7 +65,8 @@ def make_backend(cfg, weights, dims=Dims()):
         device = f"cuda:{cfg.cuda_device}" if cfg.model_device == "cuda" else "cpu"
         try:
             import decode_torch  # noqa: PLC0415 (imports torch: only when asked)
-            return decode_torch.TorchBackend(weights, dims, max_batch, device)
+            return decode_torch.TorchBackend(weights, dims, max_batch, device,
+                                             graphs=getattr(cfg, "decode_graphs", "on") == "on")
         except (ImportError, RuntimeError) as e:
             raise SystemExit(f"decode loop on {device}: {type(e).__name__}: {e}") from None
     return CpuBackend(weights, dims, max_batch)

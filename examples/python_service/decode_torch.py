@@ -12,6 +12,16 @@ On a CPU device (``--decode-device cpu``, for trying the torch arithmetic
 without a GPU) the step runs synchronously and its event is a completed
 ``waiting.HostEvent``.
 
+On a GPU the step is a CUDA graph (``--decode-graphs on``, the default), as
+vLLM, SGLang and TensorRT-LLM run their decode steps: launched op by op from
+Python, a step of this model is about a hundred launches, and the engine's
+thread spends the whole step launching (the GPU finishes each op before the
+next is enqueued). A graph per (batch size, attended length) bucket is
+captured at start; a step pads its batch to the bucket (the pad rows write
+a scratch KV slot) and attends over the bucket's length (masked past each
+row's position, as the eager step is past the batch's longest), then one
+replay enqueues it all. The eager path stays for ``--decode-graphs off``.
+
 Thread: the event loop's thread (see ``decode_backends``).
 """
 import numpy as np
@@ -73,21 +83,93 @@ class TorchModel:
         return self.logits(tokens, positions, slots).argmax(-1)
 
 
+def _buckets(top, first):
+    """Powers of two from ``first`` below ``top``, then ``top``."""
+    out, b = [], first
+    while b < top:
+        out.append(b)
+        b *= 2
+    return out + [top]
+
+
+class StepGraphs:
+    """The decode step as CUDA graphs, one per (batch, length) bucket.
+
+    Each graph reads its bucket's static device input (tokens, positions,
+    slots of B rows: 3B int64) and leaves the next tokens in its static
+    output; the caller copies in before ``replay`` and out after it, on the
+    same stream. Every graph's memory comes from one pool: replays are
+    serialized on one stream and each output is copied out before the next
+    replay, so a later graph may reuse an earlier one's scratch. The KV cache
+    has one slot more than the batch, ``scratch``, which the pad rows write.
+    """
+
+    def __init__(self, model, max_batch):
+        self.model, self.scratch = model, max_batch
+        self.batch_buckets = _buckets(max_batch, 1)
+        self.len_buckets = _buckets(model.dims.max_len, min(32, model.dims.max_len))
+        self.graphs = {}
+        pool = torch.cuda.graph_pool_handle()
+        side = torch.cuda.Stream(model.device)
+        for B in reversed(self.batch_buckets):  # the largest first: the pool fits all
+            d_in = torch.zeros((3 * B,), dtype=torch.int64, device=model.device)
+            d_in[2 * B:] = self.scratch
+            tok, pos, slot = d_in.view(3, B)
+            for T in reversed(self.len_buckets):
+                # Warm up outside the capture (cuBLAS handles, lazily loaded
+                # kernels), on a side stream as capture requires.
+                side.wait_stream(torch.cuda.current_stream(model.device))
+                with torch.cuda.stream(side):
+                    model.forward(tok, pos, slot, T).argmax(-1)
+                torch.cuda.current_stream(model.device).wait_stream(side)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g, pool=pool):
+                    out = model.forward(tok, pos, slot, T).argmax(-1)
+                self.graphs[(B, T)] = (g, d_in, out)
+        torch.cuda.synchronize(model.device)
+
+    def bucket(self, n, length):
+        B = next(b for b in self.batch_buckets if b >= n)
+        T = next(t for t in self.len_buckets if t >= length)
+        return self.graphs[(B, T)]
+
+
 class TorchBackend:
     name = "torch"
 
-    def __init__(self, weights, dims=Dims(), max_batch=64, device="cuda"):
+    def __init__(self, weights, dims=Dims(), max_batch=64, device="cuda", graphs=True):
         self.weights, self.dims, self.device = weights, dims, device
         self.max_batch, self.max_len = max_batch, dims.max_len
-        self.model = TorchModel(weights, dims, max_batch, device)
-        pin = self.model.device.type == "cuda"
+        on_gpu = torch.device(device).type == "cuda"
+        graphs = graphs and on_gpu
+        # With graphs the cache has a scratch slot for the pad rows.
+        self.model = TorchModel(weights, dims, max_batch + graphs, device)
         # Tokens, positions and slots of n rows are its first 3n entries: one
         # contiguous pinned range, so one asynchronous copy.
-        self.h_in = torch.empty((3 * max_batch,), dtype=torch.int64, pin_memory=pin)
-        self.h_out = torch.empty((max_batch,), dtype=torch.int64, pin_memory=pin)
+        self.h_in = torch.empty((3 * max_batch,), dtype=torch.int64, pin_memory=on_gpu)
+        self.h_out = torch.empty((max_batch,), dtype=torch.int64, pin_memory=on_gpu)
         self.d_in = torch.empty((3 * max_batch,), dtype=torch.int64, device=self.model.device)
+        self.graphs = StepGraphs(self.model, max_batch) if graphs else None
+
+    def _enqueue_graph(self, tokens, positions, slots):
+        n = len(tokens)
+        g, d_in, out = self.graphs.bucket(n, int(positions.max()) + 1)
+        B = d_in.shape[0] // 3
+        hin = self.h_in.numpy()
+        hin[:n], hin[B:B + n], hin[2 * B:2 * B + n] = tokens, positions, slots
+        hin[n:B] = 0
+        hin[B + n:2 * B] = 0
+        hin[2 * B + n:3 * B] = self.graphs.scratch
+        d_in.copy_(self.h_in[:3 * B], non_blocking=True)
+        g.replay()
+        self.h_out[:n].copy_(out[:n], non_blocking=True)
 
     def enqueue(self, tokens, positions, slots):
+        if self.graphs is not None:
+            self._enqueue_graph(tokens, positions, slots)
+            event = torch.cuda.Event()
+            event.record()
+            return event
         n = len(tokens)
         hin = self.h_in.numpy()
         hin[:n], hin[n:2 * n], hin[2 * n:3 * n] = tokens, positions, slots
