@@ -2,11 +2,13 @@
 (or per trio run: ``_trio``, looked at only when no asyncio loop runs).
 
 The cudaev loop's eventfd joins the asyncio loop through ``add_reader``
-(a hint: every wake-up drains everything), its deadline through one
-``call_at`` / ``call_soon`` handle that is replaced whenever the library
-says the deadline moved (``cudaev_loop_set_timer_cb``). Both call
-``Loop.process``, so every cudaev continuation and loop-thread host function
-runs on the asyncio loop's thread, inside that call.
+(a hint: every wake-up drains everything), and so does its deadline, as a
+timerfd the library re-arms whenever the deadline moves (``Loop.timer_fd``):
+asyncio's and uvloop's timers count milliseconds, and the loop's deadlines
+are often microseconds away (a wait about to end, polled for once the GPU is
+expected there). Both readers call ``Loop.process``, so every cudaev
+continuation and loop-thread host function runs on the asyncio loop's
+thread, inside that call.
 """
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ async def finish(fut: "asyncio.Future[Any]", op: "_native.Op",
 
 
 class _Attached:
-    __slots__ = ("native", "aloop_ref", "handle", "at", "fd", "finalizer", "__weakref__")
+    __slots__ = ("native", "aloop_ref", "fd", "tfd", "finalizer", "__weakref__")
 
     finish = staticmethod(finish)
 
@@ -54,60 +56,33 @@ class _Attached:
         native = _native.Loop()
         self.native = native
         self.aloop_ref = weakref.ref(aloop)
-        self.handle: Optional[asyncio.Handle] = None
-        self.at: Optional[float] = None  # the deadline told last, in loop time
         self.fd = native.fd()
+        self.tfd = -1
+        added = False
         try:
             aloop.add_reader(self.fd, native.process)
+            added = True
+            self.tfd = native.timer_fd()
+            aloop.add_reader(self.tfd, native.process_timer)
         except BaseException:
+            if added:
+                aloop.remove_reader(self.fd)
             native.destroy()
             raise
         # Runs when the asyncio loop object goes away (after close), or at exit.
         self.finalizer = weakref.finalize(aloop, _finalize, native)
-        # Tells the current deadline at once (the handle is set inside).
-        native.set_timer_cb(self._deadline)
 
     def future(self) -> "asyncio.Future[Any]":
         return self.aloop_ref().create_future()
 
-    def _deadline(self, ns: int) -> None:
-        h = self.handle
-        if h is not None:
-            h.cancel()
-            self.handle = None
-        self.at = None
-        if ns < 0:
-            return
-        aloop = self.aloop_ref()
-        if aloop is None or aloop.is_closed():
-            return
-        if ns == 0:
-            self.handle = aloop.call_soon(self.native.process)
-        else:
-            self.at = aloop.time() + ns * 1e-9
-            self.handle = aloop.call_at(self.at, self._fire)
-
-    def _fire(self) -> None:
-        # A loop's timer may fire a little before the deadline (uvloop's
-        # clock counts milliseconds); the library then finds nothing due
-        # and, the deadline being the same, tells nothing new: arm it again.
-        self.handle = None
-        self.native.process()
-        if self.handle is None and self.at is not None:
-            aloop = self.aloop_ref()
-            if aloop is not None and not aloop.is_closed():
-                self.handle = aloop.call_at(max(self.at, aloop.time() + 1e-4), self._fire)
-
     def close(self) -> None:
-        if self.handle is not None:
-            self.handle.cancel()
-            self.handle = None
         aloop = self.aloop_ref()
         if aloop is not None and not aloop.is_closed():
-            try:
-                aloop.remove_reader(self.fd)
-            except (RuntimeError, ValueError, OSError):
-                pass
+            for fd in (self.fd, self.tfd):
+                try:
+                    aloop.remove_reader(fd)
+                except (RuntimeError, ValueError, OSError):
+                    pass
         self.finalizer.detach()
         self.native.destroy()
 

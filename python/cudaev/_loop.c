@@ -3,6 +3,10 @@
  * event waits, host functions, promises, timers) as Ops. */
 #include "_native.h"
 
+#include <errno.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
 static int loop_check(Loop *lp) {
   if (lp->l != NULL) return 0;
   PyErr_SetString(PyExc_RuntimeError, "this cudaev loop was destroyed (its asyncio loop closed)");
@@ -25,6 +29,7 @@ static PyObject *loop_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
   }
   lp->l = l;
   lp->timer_cb = NULL;
+  lp->tfd = -1;
   lp->depth = 0;
   lp->waits = 0;
   lp->hold_timer = lp->held = 0;
@@ -33,7 +38,23 @@ static PyObject *loop_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
   return (PyObject *)lp;
 }
 
+/* The deadline as the timerfd's expiry: ns from now, 0 for a pass at once
+ * (1 ns: the fd is readable on the host loop's next turn), -1 for none. */
+static void arm_timer_fd(Loop *lp, long long ns) {
+  struct itimerspec its = {{0, 0}, {0, 0}};
+  if (ns >= 0) {
+    if (ns == 0) ns = 1;
+    its.it_value.tv_sec = (time_t)(ns / 1000000000);
+    its.it_value.tv_nsec = (long)(ns % 1000000000);
+  }
+  (void)timerfd_settime(lp->tfd, 0, &its, NULL); /* cannot fail on a valid fd */
+}
+
 static void tell_timer_cb(Loop *lp, long long ns) {
+  if (lp->tfd >= 0) {
+    arm_timer_fd(lp, ns);
+    return;
+  }
   if (lp->timer_cb == NULL) return;
   PyObject *r = PyObject_CallFunction(lp->timer_cb, "L", ns);
   if (r == NULL)
@@ -73,6 +94,10 @@ static PyObject *loop_destroy(PyObject *self, PyObject *unused) {
   lp->l = NULL;
   cudaev_loop_set_timer_cb(l, NULL, NULL);
   Py_CLEAR(lp->timer_cb);
+  if (lp->tfd >= 0) {
+    close(lp->tfd);
+    lp->tfd = -1;
+  }
   if (lp->depth > 0) {
     /* Inside one of its own callbacks: torn down at the end of the
      * outermost process(); the loop object stays alive until then. */
@@ -113,6 +138,33 @@ static PyObject *loop_pending(PyObject *self, PyObject *unused) {
 
 static PyObject *loop_closed(PyObject *self, void *closure) {
   return PyBool_FromLong(((Loop *)self)->l == NULL);
+}
+
+/* The host loop's timers cannot carry the library's deadlines: asyncio's
+ * selector rounds a timeout up to a millisecond and uvloop rounds a delay
+ * to the nearest one (a 200 us call_at runs at once, and a re-arm until the
+ * deadline spins). A timerfd the host loop watches fires when asked. */
+static PyObject *loop_timer_fd(PyObject *self, PyObject *unused) {
+  Loop *lp = (Loop *)self;
+  if (loop_check(lp)) return NULL;
+  if (lp->tfd < 0) {
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0) return PyErr_SetFromErrno(PyExc_OSError);
+    lp->tfd = fd;
+    cudaev_loop_set_timer_cb(lp->l, timer_tramp, lp); /* tells the deadline now */
+    if (PyErr_Occurred()) return NULL;
+  }
+  return PyLong_FromLong(lp->tfd);
+}
+
+/* The timerfd's reader: clears its expiry, then does everything ready. */
+static PyObject *loop_process_timer(PyObject *self, PyObject *unused) {
+  Loop *lp = (Loop *)self;
+  if (lp->tfd >= 0) {
+    uint64_t n;
+    if (read(lp->tfd, &n, sizeof n) < 0 && errno == EAGAIN) Py_RETURN_NONE; /* re-armed */
+  }
+  return loop_process(self, NULL);
 }
 
 static PyObject *loop_set_timer_cb(PyObject *self, PyObject *cb) {
@@ -374,6 +426,12 @@ static PyMethodDef loop_methods[] = {
     {"process", loop_process, METH_NOARGS,
      "process() -> None\n\nDoes everything ready: completions, continuations, host functions."},
     {"pending", loop_pending, METH_NOARGS, "pending() -> int\n\nFutures the loop tracks."},
+    {"timer_fd", loop_timer_fd, METH_NOARGS,
+     "timer_fd() -> int\n\nA timerfd that expires at the loop's deadline (from now on the "
+     "deadline goes there, not to set_timer_cb's cb); watch it with process_timer. Owned by "
+     "the loop: closed by destroy()."},
+    {"process_timer", loop_process_timer, METH_NOARGS,
+     "process_timer() -> None\n\ntimer_fd()'s reader: clears the expiry, then process()."},
     {"set_timer_cb", loop_set_timer_cb, METH_O,
      "set_timer_cb(cb: Callable[[int], None] | None) -> None\n\ncb(ns) hears the deadline "
      "(ns from now; 0: process soon; -1: none) whenever it moves."},

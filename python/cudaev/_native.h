@@ -28,11 +28,12 @@ typedef struct Op {
 typedef struct Loop {
   PyObject_HEAD cudaev_loop_t *l; /* NULL once destroyed */
   PyObject *timer_cb;
+  int tfd;    /* timer_fd(): the deadline as a timerfd (-1: told to timer_cb) */
   int depth;  /* nesting of process(): destroy inside it must be deferred */
   Op hosts;   /* list head of host_func ops whose fn has not run */
   long waits; /* wait() ops not yet completed */
   /* While wait() runs its own passes, the deadlines the library tells are
-   * kept here and only the last reaches timer_cb. */
+   * kept here and only the last reaches timer_cb or the timerfd. */
   int hold_timer, held;
   long long held_ns;
 } Loop;

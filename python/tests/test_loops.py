@@ -3,6 +3,7 @@ a loop detaches it; fds and loops do not pile up."""
 import asyncio
 import gc
 import threading
+import time
 
 import pytest
 
@@ -133,3 +134,18 @@ def test_no_running_loop_is_a_clear_error():
         cudaev.wait(0)
     with pytest.raises(RuntimeError, match="no running asyncio event loop"):
         cudaev._promise()
+
+
+async def test_sub_millisecond_deadline_neither_early_nor_spinning():
+    """The loop's deadline reaches the host loop as a timerfd: a 300 us timer
+    fires no earlier than asked, and the wait costs a few passes, where
+    uvloop's millisecond timers run it at once (then re-armed until due, a
+    pass per turn) and asyncio's sleep until the next millisecond."""
+    await cudaev._timer(0.001)  # attached, warm
+    before = cudaev.stats()["passes"]
+    for _ in range(20):
+        t0 = time.monotonic()  # uvloop's loop.time() counts milliseconds
+        await cudaev._timer(300e-6)
+        assert time.monotonic() - t0 >= 300e-6
+    passes = cudaev.stats()["passes"] - before
+    assert passes <= 20 * 4, passes
