@@ -324,7 +324,12 @@ void cudaev_loop_process(cudaev_loop_t *loop);
 /* The longest the loop spins on GPU completion words before it sleeps, in
  * microseconds (default 50; 0 never spins). The spin is adaptive: it only
  * happens when the oldest pending work is expected to complete within that
- * window, judged from recent completion times. Thread: any. */
+ * window, judged from recent completion times. Work expected later is slept
+ * for, and the loop's deadline is then half a window before it is due, so
+ * that the loop spins into it (hybrid polling) rather than hear of it only
+ * through the host function it armed, which comes late in a VM: about one
+ * extra wakeup and at most one window's spin per completion. With 0 the loop
+ * only sleeps. Thread: any. */
 void cudaev_loop_set_spin(cudaev_loop_t *loop, unsigned max_us);
 
 /* Runs fn(loop, user) once on the loop thread, never inside this call.

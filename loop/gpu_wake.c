@@ -69,10 +69,10 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
   /* Adaptive spin (CUDA.jl): only while the oldest work is expected to
    * finish within the window, judged from recent completion times. */
   uint64_t max = (uint64_t)atomic_load_explicit(&loop->spin_max_us, memory_order_relaxed) * 1000;
+  uint64_t oldest = UINT64_MAX;
+  for (uint32_t i = 0; i < g->nbusy; i++)
+    if (head_of(g->busy[i])->t_submit < oldest) oldest = head_of(g->busy[i])->t_submit;
   if (max > 0 && !g->use_events) {
-    uint64_t oldest = UINT64_MAX;
-    for (uint32_t i = 0; i < g->nbusy; i++)
-      if (head_of(g->busy[i])->t_submit < oldest) oldest = head_of(g->busy[i])->t_submit;
     uint64_t end = oldest + 2 * g->ewma_ns + 5000;
     /* While completions flow (a pass completed something lately), the
      * next is likely near too: keep polling rather than sleep until a
@@ -136,6 +136,16 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
                    : g->gap_ns / 4 > GAP_MIN_NS ? g->gap_ns / 4
                                                 : GAP_MIN_NS;
     if (cap < t) t = cap;
+  }
+  /* Hybrid polling (Linux's, for NVMe): the oldest work is expected at
+   * `due` (its usual time); wake half a window before it and spin into it,
+   * rather than learn of it only through the armed wakeup, whose host
+   * function arrives tens of microseconds late on bare metal and over a
+   * hundred in a VM. Once per wait: when the spin has given up, `due` is
+   * past and the armed wakeup alone is left. */
+  if (max > 0 && !g->use_events && g->ewma_ns > 0) {
+    uint64_t due = oldest + g->ewma_ns;
+    if (due > now + max / 2 && due - max / 2 - now < t) t = due - max / 2 - now;
   }
   return t;
 }

@@ -720,6 +720,39 @@ Test(loop_gpu_fake, spin_only_for_work_expected_within_the_window) {
   cudaev_loop_destroy(loop);
 }
 
+/* Hybrid polling: once the loop knows the GPU's usual time (here 5 ms),
+ * it sleeps until half a spin window before the work is due and spins into
+ * it, instead of sleeping until the armed wakeup (which a VM delivers late)
+ * or the watchdog; the spin stays within the window. */
+Test(loop_gpu_fake, wakes_just_before_work_is_due_and_spins_into_it) {
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s);
+  cudaev_loop_set_spin(loop, 400);
+  cudaev_future_t *f;
+  for (int i = 0; i < 12; i++) { /* the loop learns: 5 ms a completion */
+    cr_assert_eq(kernel(loop, s, 5000, &f), cudaSuccess);
+    drive_until(loop, f);
+    cudaev_future_release(f);
+  }
+  usleep(2000); /* nothing flowing any more */
+  cr_assert_eq(kernel(loop, s, 5000, &f), cudaSuccess);
+  cudaev_loop_process(loop); /* takes it in */
+  struct cudaev_loop_stats st;
+  cudaev_loop_stats(loop, &st, sizeof st);
+  uint64_t spun = st.spin_ns;
+  int64_t t = cudaev_loop_prepare_ns(loop);
+  cr_expect(t > 2000000 && t < 5000000, "sleeps %lld ns: want until just before 5 ms",
+            (long long)t);
+  cudaev_loop_stats(loop, &st, sizeof st);
+  cr_expect_eq(st.spin_ns, spun, "spun at once for work 5 ms away");
+  drive_until(loop, f);
+  cudaev_loop_stats(loop, &st, sizeof st);
+  cr_expect(st.spin_ns - spun <= 400000 + 200000, "spun %llu ns past the 400 us window",
+            (unsigned long long)(st.spin_ns - spun));
+  cudaev_future_release(f);
+  cudaev_loop_destroy(loop);
+}
+
 Test(loop_gpu_fake, foreign_loop_sleeps_and_is_woken_by_armed_host_function) {
   CUstream s;
   cudaev_loop_t *loop = foreign_with_stream(&s);
