@@ -98,6 +98,9 @@ struct cudaev__gpu {
   uint64_t gap_ns;    /* moving average of the time between such passes
                          while work stayed queued (0: none seen yet) */
   uint64_t next_watchdog;
+  /* gpu_wake.c's hybrid polling: the wake it last asked for (ns, 0: none
+   * outstanding) and how late the loop ran after such asks, on average. */
+  uint64_t hybrid_at, wake_late_ns;
   /* gpu_done.c's: cudaev_future_new_work_done's futures whose markers have not passed yet (loop
    * thread only; few, searched linearly when one passes). */
   struct cudaev__watch *watch;

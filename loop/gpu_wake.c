@@ -5,9 +5,10 @@
 #include "gpu_wake.h"
 #include "gpu_stream.h"
 
-#define FLOW_NS      20000u   /* spin on while the last completion is this recent */
-#define GAP_MIN_NS   10000u   /* shortest sleep while streams are deep */
-#define DEEP_POLL_NS 1000000u /* sleep cap with deep streams, no gap known */
+#define FLOW_NS          20000u   /* spin on while the last completion is this recent */
+#define GAP_MIN_NS       10000u   /* shortest sleep while streams are deep */
+#define DEEP_POLL_NS     1000000u /* sleep cap with deep streams, no gap known */
+#define WAKE_LATE_MAX_NS 200000u  /* most a hybrid wake is advanced for lateness */
 
 /* The argument of an armed wakeup (wake_arm_fn): refcounted, so that it
  * outlives the stream's record and the loop when the driver runs the host
@@ -66,6 +67,16 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
    * when the busy list no longer lists the streams drained meanwhile. */
   if (g->passing > 0) return 0;
   uint64_t now = cudaev__now_ns();
+  /* The first pass at or after a hybrid wake it asked for tells how late
+   * such a wake comes (timer slack; in a VM, a vCPU idle for long is
+   * descheduled and comes back late): the next ask is that much earlier,
+   * up to a bound that keeps an early wake's spin within reach of `due`. */
+  if (g->hybrid_at != 0 && now >= g->hybrid_at) {
+    uint64_t late = now - g->hybrid_at;
+    if (late > WAKE_LATE_MAX_NS) late = WAKE_LATE_MAX_NS;
+    g->wake_late_ns = g->wake_late_ns - g->wake_late_ns / 8 + late / 8;
+    g->hybrid_at = 0;
+  }
   /* Adaptive spin (CUDA.jl): only while the oldest work is expected to
    * finish within the window, judged from recent completion times. */
   uint64_t max = (uint64_t)atomic_load_explicit(&loop->spin_max_us, memory_order_relaxed) * 1000;
@@ -144,8 +155,11 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
    * hundred in a VM. Once per wait: when the spin has given up, `due` is
    * past and the armed wakeup alone is left. */
   if (max > 0 && !g->use_events && g->ewma_ns > 0) {
-    uint64_t due = oldest + g->ewma_ns;
-    if (due > now + max / 2 && due - max / 2 - now < t) t = due - max / 2 - now;
+    uint64_t due = oldest + g->ewma_ns, lead = max / 2 + g->wake_late_ns;
+    if (due > now + lead && due - lead - now < t) {
+      t = due - lead - now;
+      g->hybrid_at = due - lead;
+    }
   }
   return t;
 }
