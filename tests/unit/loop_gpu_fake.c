@@ -683,6 +683,24 @@ static uint64_t drive_until(cudaev_loop_t *loop, cudaev_future_t *f) {
   return st.spin_ns;
 }
 
+/* Shows the loop n kernels of us microseconds each (it learns their time),
+ * lets the flow of completions stop, then submits one more and has the loop
+ * take it in. Returns the loop's spin time so far. */
+static uint64_t learn_then_submit(cudaev_loop_t *loop, CUstream s, unsigned us, int n,
+                                  cudaev_future_t **f) {
+  for (int i = 0; i < n; i++) {
+    cr_assert_eq(kernel(loop, s, us, f), cudaSuccess);
+    drive_until(loop, *f);
+    cudaev_future_release(*f);
+  }
+  usleep(2000); /* nothing flowing any more */
+  cr_assert_eq(kernel(loop, s, us, f), cudaSuccess);
+  cudaev_loop_process(loop);
+  struct cudaev_loop_stats st;
+  cudaev_loop_stats(loop, &st, sizeof st);
+  return st.spin_ns;
+}
+
 /* The adaptive spin polls only for work expected within its window: once
  * the loop has seen this stream's kernels take 20 ms, it sleeps at once
  * (the armed wakeup comes no later), while 100 us kernels are polled for. */
@@ -691,17 +709,8 @@ Test(loop_gpu_fake, spin_only_for_work_expected_within_the_window) {
   cudaev_loop_t *loop = foreign_with_stream(&s);
   cudaev_loop_set_spin(loop, 1000);
   cudaev_future_t *f;
-  for (int i = 0; i < 4; i++) { /* the loop learns: 20 ms a completion */
-    cr_assert_eq(kernel(loop, s, 20000, &f), cudaSuccess);
-    drive_until(loop, f);
-    cudaev_future_release(f);
-  }
-  usleep(1000); /* nothing flowing any more */
-  cr_assert_eq(kernel(loop, s, 20000, &f), cudaSuccess);
-  cudaev_loop_process(loop); /* takes it in */
+  uint64_t before = learn_then_submit(loop, s, 20000, 4, &f);
   struct cudaev_loop_stats st;
-  cudaev_loop_stats(loop, &st, sizeof st);
-  uint64_t before = st.spin_ns;
   cr_expect_gt(cudaev_loop_prepare_ns(loop), 0, "nothing to do now: 20 ms of work runs");
   cudaev_loop_stats(loop, &st, sizeof st);
   cr_expect_eq(st.spin_ns, before, "spun %llu ns for work expected after the window",
@@ -729,17 +738,8 @@ Test(loop_gpu_fake, wakes_just_before_work_is_due_and_spins_into_it) {
   cudaev_loop_t *loop = foreign_with_stream(&s);
   cudaev_loop_set_spin(loop, 400);
   cudaev_future_t *f;
-  for (int i = 0; i < 12; i++) { /* the loop learns: 5 ms a completion */
-    cr_assert_eq(kernel(loop, s, 5000, &f), cudaSuccess);
-    drive_until(loop, f);
-    cudaev_future_release(f);
-  }
-  usleep(2000); /* nothing flowing any more */
-  cr_assert_eq(kernel(loop, s, 5000, &f), cudaSuccess);
-  cudaev_loop_process(loop); /* takes it in */
+  uint64_t spun = learn_then_submit(loop, s, 5000, 12, &f);
   struct cudaev_loop_stats st;
-  cudaev_loop_stats(loop, &st, sizeof st);
-  uint64_t spun = st.spin_ns;
   int64_t t = cudaev_loop_prepare_ns(loop);
   /* About 5 ms (the learnt time includes the test's millisecond polls);
    * without hybrid polling, until the watchdog: 200 ms. */
