@@ -12,7 +12,6 @@
  * joined before the loop is destroyed: afterwards a promise may no longer
  * be set. */
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,15 +151,7 @@ static int cpu_open(struct device *dev, int cap, char *err, size_t errlen) {
     cpu_free(dev);
     return -1;
   }
-  /* The worker blocks every signal, as the loop threads past the first do
-   * (main.c): SIGINT and SIGTERM go to thread 0's loop, never to a thread
-   * that may not reach a point where the handler runs. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  int started = pthread_create(&c->thread, NULL, worker, c) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (!started) {
+  if (pthread_create(&c->thread, NULL, worker, c) != 0) {
     snprintf(err, errlen, "cannot start the worker thread");
     cudaev_loop_destroy(dev->loop);
     cpu_free(dev);

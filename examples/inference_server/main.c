@@ -475,10 +475,8 @@ int main(int argc, char **argv) {
   sigint_w.data = sigterm_w.data = s;
   ev_signal_start(s->evl, &sigint_w);
   ev_signal_start(s->evl, &sigterm_w);
-  /* The other loop threads block the signals: thread 0's loop takes them. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
+  /* The other loop threads inherit the blocked stop signals: thread 0's
+   * loop reads them (its signalfd) and passes them on. */
   int started = 1;
   for (; started < nt; started++) {
     if (pthread_create(&srv[started].tid, NULL, loop_thread, &srv[started]) != 0) {
@@ -486,7 +484,6 @@ int main(int argc, char **argv) {
       break;
     }
   }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
   set_go(started < nt ? -1 : 1);
   if (started < nt) {
     for (int i = 1; i < started; i++) pthread_join(srv[i].tid, NULL);
