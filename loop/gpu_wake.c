@@ -60,30 +60,38 @@ static bool any_head_done(struct cudaev__gpu *g) {
   return false;
 }
 
+/* The first pass at or after a hybrid wake the loop asked for tells how
+ * late such a wake comes (timer slack; in a VM, a vCPU idle for long is
+ * descheduled and comes back late): the next ask is that much earlier, up
+ * to a bound that keeps an early wake's spin within reach of `due`. */
+static void note_hybrid_wake(struct cudaev__gpu *g) {
+  uint64_t now = cudaev__now_ns();
+  if (now < g->hybrid_at) return;
+  uint64_t late = now - g->hybrid_at;
+  if (late > WAKE_LATE_MAX_NS) late = WAKE_LATE_MAX_NS;
+  g->wake_late_ns = g->wake_late_ns - g->wake_late_ns / 8 + late / 8;
+  g->hybrid_at = 0;
+}
+
 uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *g) {
-  if (g->nbusy == 0) return UINT64_MAX;
+  if (g->hybrid_at != 0) note_hybrid_wake(g);
+  if (g->nbusy == 0) {
+    g->hybrid_at = 0; /* the work came before the ask: nothing to learn */
+    return UINT64_MAX;
+  }
   /* Asked inside a pass (a callback driving the loop, or asking for its
    * timeout): the outer pass goes on and the loop asks again after it,
    * when the busy list no longer lists the streams drained meanwhile. */
   if (g->passing > 0) return 0;
   uint64_t now = cudaev__now_ns();
-  /* The first pass at or after a hybrid wake it asked for tells how late
-   * such a wake comes (timer slack; in a VM, a vCPU idle for long is
-   * descheduled and comes back late): the next ask is that much earlier,
-   * up to a bound that keeps an early wake's spin within reach of `due`. */
-  if (g->hybrid_at != 0 && now >= g->hybrid_at) {
-    uint64_t late = now - g->hybrid_at;
-    if (late > WAKE_LATE_MAX_NS) late = WAKE_LATE_MAX_NS;
-    g->wake_late_ns = g->wake_late_ns - g->wake_late_ns / 8 + late / 8;
-    g->hybrid_at = 0;
-  }
   /* Adaptive spin (CUDA.jl): only while the oldest work is expected to
    * finish within the window, judged from recent completion times. */
   uint64_t max = (uint64_t)atomic_load_explicit(&loop->spin_max_us, memory_order_relaxed) * 1000;
+  bool polls = max > 0 && !g->use_events; /* spins, and wakes to spin (hybrid) */
   uint64_t oldest = UINT64_MAX;
-  for (uint32_t i = 0; i < g->nbusy; i++)
-    if (head_of(g->busy[i])->t_submit < oldest) oldest = head_of(g->busy[i])->t_submit;
-  if (max > 0 && !g->use_events) {
+  if (polls) {
+    for (uint32_t i = 0; i < g->nbusy; i++)
+      if (head_of(g->busy[i])->t_submit < oldest) oldest = head_of(g->busy[i])->t_submit;
     uint64_t end = oldest + 2 * g->ewma_ns + 5000;
     /* While completions flow (a pass completed something lately), the
      * next is likely near too: keep polling rather than sleep until a
@@ -154,7 +162,8 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
    * function arrives tens of microseconds late on bare metal and over a
    * hundred in a VM. Once per wait: when the spin has given up, `due` is
    * past and the armed wakeup alone is left. */
-  if (max > 0 && !g->use_events && g->ewma_ns > 0) {
+  g->hybrid_at = 0; /* an ask not renewed here is not waited for */
+  if (polls) {
     uint64_t due = oldest + g->ewma_ns, lead = max / 2 + g->wake_late_ns;
     if (due > now + lead && due - lead - now < t) {
       t = due - lead - now;
