@@ -148,8 +148,10 @@ class TorchBackend:
         # contiguous pinned range, so one asynchronous copy.
         self.h_in = torch.empty((3 * max_batch,), dtype=torch.int64, pin_memory=on_gpu)
         self.h_out = torch.empty((max_batch,), dtype=torch.int64, pin_memory=on_gpu)
-        self.d_in = torch.empty((3 * max_batch,), dtype=torch.int64, device=self.model.device)
         self.graphs = StepGraphs(self.model, max_batch) if graphs else None
+        if self.graphs is None:  # the graphs own their device inputs
+            self.d_in = torch.empty((3 * max_batch,), dtype=torch.int64,
+                                    device=self.model.device)
 
     def _enqueue_graph(self, tokens, positions, slots):
         n = len(tokens)

@@ -9,15 +9,14 @@ that re-arms until its window has passed then spins a core through it. A
 timerfd fires when asked, and the loop sleeps until it does, on asyncio and
 uvloop alike.
 
-``os.timerfd_create`` exists from Python 3.13; before it, libc's
-``timerfd_create``/``timerfd_settime`` through ctypes.
+libc's ``timerfd_create``/``timerfd_settime`` through ctypes (``os`` has them
+only from Python 3.13; Debian's is 3.11).
 
 Thread: every method runs on the event loop's thread; the callback runs there.
 """
 import ctypes
 import ctypes.util
 import os
-import time
 
 CLOCK_MONOTONIC = 1  # time.monotonic()'s clock on Linux
 TFD_CLOEXEC, TFD_NONBLOCK = os.O_CLOEXEC, os.O_NONBLOCK
@@ -33,7 +32,7 @@ class _Itimerspec(ctypes.Structure):
 
 
 class _Libc:
-    """timerfd_create and timerfd_settime, for Pythons without ``os``'s."""
+    """libc's timerfd_create and timerfd_settime."""
 
     def __init__(self):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -59,26 +58,14 @@ class _Libc:
             raise OSError(e, f"timerfd_settime: {os.strerror(e)}")
 
 
-class _Os:
-    """Python 3.13's ``os.timerfd_*``."""
-
-    @staticmethod
-    def timerfd_create():
-        return os.timerfd_create(time.CLOCK_MONOTONIC, flags=os.TFD_CLOEXEC | os.TFD_NONBLOCK)
-
-    @staticmethod
-    def settime_abs(fd, when):
-        os.timerfd_settime(fd, flags=os.TFD_TIMER_ABSTIME if when else 0, initial=when)
+_LIBC = None
 
 
-_impl = None
-
-
-def _api():
-    global _impl
-    if _impl is None:
-        _impl = _Os() if hasattr(os, "timerfd_create") else _Libc()
-    return _impl
+def _libc():
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = _Libc()
+    return _LIBC
 
 
 class FdTimer:
@@ -89,7 +76,7 @@ class FdTimer:
 
     def __init__(self, loop):
         self._loop = loop
-        self._api = _api()
+        self._api = _libc()
         self._fd = self._api.timerfd_create()
         self._callback = None
         loop.add_reader(self._fd, self._fired)

@@ -50,7 +50,9 @@ static void arm_timer_fd(Loop *lp, long long ns) {
   (void)timerfd_settime(lp->tfd, 0, &its, NULL); /* cannot fail on a valid fd */
 }
 
-static void tell_timer_cb(Loop *lp, long long ns) {
+/* The library's deadline goes to the timerfd once timer_fd() made one
+ * (asyncio), else to set_timer_cb's callback (trio). */
+static void tell_deadline(Loop *lp, long long ns) {
   if (lp->tfd >= 0) {
     arm_timer_fd(lp, ns);
     return;
@@ -70,7 +72,7 @@ static void timer_tramp(cudaev_loop_t *l, int64_t ns, void *user) {
     lp->held_ns = (long long)ns;
     return;
   }
-  tell_timer_cb(lp, (long long)ns);
+  tell_deadline(lp, (long long)ns);
 }
 
 /* After cudaev_loop_destroy no skipped host function will run: their ops
@@ -235,7 +237,7 @@ static void inline_passes(Loop *lp, cudaev_future_t *f) {
     if (cudaev_future_ready(f) || !(lp->held && lp->held_ns == 0)) break;
   }
   lp->hold_timer = 0;
-  if (lp->held && lp->l != NULL) tell_timer_cb(lp, lp->held_ns);
+  if (lp->held && lp->l != NULL) tell_deadline(lp, lp->held_ns);
 }
 
 /* stream(handle, fut) / event(handle, fut): handle is the integer value of

@@ -683,22 +683,26 @@ static uint64_t drive_until(cudaev_loop_t *loop, cudaev_future_t *f) {
   return st.spin_ns;
 }
 
-/* Shows the loop n kernels of us microseconds each (it learns their time),
- * lets the flow of completions stop, then submits one more and has the loop
- * take it in. Returns the loop's spin time so far. */
-static uint64_t learn_then_submit(cudaev_loop_t *loop, CUstream s, unsigned us, int n,
-                                  cudaev_future_t **f) {
+/* A foreign loop spinning at most spin_us that has seen n kernels of us
+ * microseconds each on *s (it learnt their time); the completions then
+ * stop flowing, and one more such kernel (*f) is submitted and taken in.
+ * *spun: the loop's spin time so far. */
+static cudaev_loop_t *learnt_loop(CUstream *s, unsigned spin_us, unsigned us, int n,
+                                  cudaev_future_t **f, uint64_t *spun) {
+  cudaev_loop_t *loop = foreign_with_stream(s);
+  cudaev_loop_set_spin(loop, spin_us);
   for (int i = 0; i < n; i++) {
-    cr_assert_eq(kernel(loop, s, us, f), cudaSuccess);
+    cr_assert_eq(kernel(loop, *s, us, f), cudaSuccess);
     drive_until(loop, *f);
     cudaev_future_release(*f);
   }
   usleep(2000); /* nothing flowing any more */
-  cr_assert_eq(kernel(loop, s, us, f), cudaSuccess);
+  cr_assert_eq(kernel(loop, *s, us, f), cudaSuccess);
   cudaev_loop_process(loop);
   struct cudaev_loop_stats st;
   cudaev_loop_stats(loop, &st, sizeof st);
-  return st.spin_ns;
+  *spun = st.spin_ns;
+  return loop;
 }
 
 /* The adaptive spin polls only for work expected within its window: once
@@ -706,10 +710,9 @@ static uint64_t learn_then_submit(cudaev_loop_t *loop, CUstream s, unsigned us, 
  * (the armed wakeup comes no later), while 100 us kernels are polled for. */
 Test(loop_gpu_fake, spin_only_for_work_expected_within_the_window) {
   CUstream s;
-  cudaev_loop_t *loop = foreign_with_stream(&s);
-  cudaev_loop_set_spin(loop, 1000);
   cudaev_future_t *f;
-  uint64_t before = learn_then_submit(loop, s, 20000, 4, &f);
+  uint64_t before;
+  cudaev_loop_t *loop = learnt_loop(&s, 1000, 20000, 4, &f, &before);
   struct cudaev_loop_stats st;
   cr_expect_gt(cudaev_loop_prepare_ns(loop), 0, "nothing to do now: 20 ms of work runs");
   cudaev_loop_stats(loop, &st, sizeof st);
@@ -735,10 +738,9 @@ Test(loop_gpu_fake, spin_only_for_work_expected_within_the_window) {
  * or the watchdog; it spins a few windows at most, not the 5 ms. */
 Test(loop_gpu_fake, wakes_just_before_work_is_due_and_spins_into_it) {
   CUstream s;
-  cudaev_loop_t *loop = foreign_with_stream(&s);
-  cudaev_loop_set_spin(loop, 400);
   cudaev_future_t *f;
-  uint64_t spun = learn_then_submit(loop, s, 5000, 12, &f);
+  uint64_t spun;
+  cudaev_loop_t *loop = learnt_loop(&s, 400, 5000, 12, &f, &spun);
   struct cudaev_loop_stats st;
   int64_t t = cudaev_loop_prepare_ns(loop);
   /* About 5 ms (the learnt time includes the test's millisecond polls);
