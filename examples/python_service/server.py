@@ -121,6 +121,9 @@ def make_parser():
       help="idle seconds before a kept-alive connection is closed (default 30)")
     a("--drain-timeout", type=float, default=10.0,
       help="on SIGTERM, how long in-flight requests may take before the rest get 503")
+    a("--profile", metavar="DIR",
+      help="run each worker under cProfile and write DIR/worker-<index>.pstats when it "
+           "exits (where a request's CPU goes; slows the worker)")
     a("--fault-injection", action="store_true",
       help="X-Inject-Fault: 1 makes the request's batch fault on the device; "
            "sticky (cpu) makes the fault outlive the reset")
@@ -267,11 +270,20 @@ def worker_main(cfg):
             asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
         except ImportError:
             pass
+    prof = None
+    if cfg.profile:
+        import cProfile
+        prof = cProfile.Profile(time.thread_time)  # CPU time: the loop's sleep is not counted
+        prof.enable()
     try:
         code = asyncio.run(serve(cfg))
     except SystemExit as e:
         print(f"worker {cfg.worker_index}: {e}", file=sys.stderr, flush=True)
         code = 1
+    if prof is not None:
+        prof.disable()
+        os.makedirs(cfg.profile, exist_ok=True)
+        prof.dump_stats(os.path.join(cfg.profile, f"worker-{cfg.worker_index}.pstats"))
     sys.exit(code)
 
 
