@@ -27,6 +27,7 @@ Thread: the event loop's thread (see ``decode_backends``).
 import numpy as np
 import torch
 
+from buckets import buckets
 from decode_model import Dims
 
 
@@ -83,15 +84,6 @@ class TorchModel:
         return self.logits(tokens, positions, slots).argmax(-1)
 
 
-def _buckets(top, first):
-    """Powers of two from ``first`` below ``top``, then ``top``."""
-    out, b = [], first
-    while b < top:
-        out.append(b)
-        b *= 2
-    return out + [top]
-
-
 class StepGraphs:
     """The decode step as CUDA graphs, one per (batch, length) bucket.
 
@@ -106,8 +98,8 @@ class StepGraphs:
 
     def __init__(self, model, max_batch):
         self.model, self.scratch = model, max_batch
-        self.batch_buckets = _buckets(max_batch, 1)
-        self.len_buckets = _buckets(model.dims.max_len, min(32, model.dims.max_len))
+        self.batch_buckets = buckets(max_batch, 1)
+        self.len_buckets = buckets(model.dims.max_len, min(32, model.dims.max_len))
         self.graphs = {}
         pool = torch.cuda.graph_pool_handle()
         side = torch.cuda.Stream(model.device)

@@ -102,6 +102,9 @@ def make_parser():
     a("--max-batch", type=_positive, default=64, help="requests per batch (default 64)")
     a("--batch-window-us", type=_natural, default=200,
       help="the longest a request waits for others (default 200)")
+    a("--cuda-graphs", choices=("on", "off"), default="on",
+      help="--model-device cuda: run the forward pass as a CUDA graph per batch-size bucket "
+           "(on, default) or op by op")
     a("--streams", type=_positive, default=4, help="batches in flight per worker (default 4)")
     a("--cpu-delay-us", type=_natural, default=0,
       help="--model-device cpu: added time per batch, a GPU's (default 0)")

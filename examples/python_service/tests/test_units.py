@@ -11,6 +11,7 @@ import pytest
 import model
 import parse
 import waiting
+from buckets import buckets
 
 
 def cfg(mode):
@@ -152,6 +153,14 @@ def test_weights_file(tmp_path):
     open(p, "wb").write(b"CEVM")
     with pytest.raises(ValueError, match="truncated"):
         model.Model.load(p)
+
+
+def test_buckets():
+    assert buckets(64) == [1, 2, 4, 8, 16, 32, 64]
+    assert buckets(48) == [1, 2, 4, 8, 16, 32, 48]
+    assert buckets(1) == [1]
+    assert buckets(256, 32) == [32, 64, 128, 256]
+    assert buckets(20, 32) == [20]
 
 
 def test_parse_dims():
