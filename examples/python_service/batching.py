@@ -241,8 +241,12 @@ class TorchDevice:
 class Batcher:
     """The queue and the window in front of one device."""
 
-    def __init__(self, cfg, device, metrics, on_unrecoverable):
+    def __init__(self, cfg, device, metrics, on_unrecoverable, open_connections=None):
         self.cfg, self.device, self.metrics = cfg, device, metrics
+        # --eager-batch: the worker's open connections (a callable); when each
+        # has its request queued or in a batch, none can come to fill the window.
+        self.open_connections = open_connections if getattr(cfg, "eager_batch", False) else None
+        self.inflight_rows = 0
         self.window = cfg.batch_window_us * 1e-6
         self.queue = collections.deque()
         self.free = list(device.slots)
@@ -279,11 +283,22 @@ class Batcher:
         if len(q) >= self.cfg.max_batch:
             return self.cfg.max_batch
         age = time.monotonic() - q[0].t
-        if self.draining or age >= self.window:
+        if self.draining or age >= self.window or self._none_to_come():
             return len(q)
         if not self.timer.armed:
             self.timer.arm(q[0].t + self.window, self.dispatch)
         return 0
+
+    def _none_to_come(self):
+        """True when every open connection has its request queued or in a
+        batch, so that no other can arrive before an answer goes out (the C
+        service's --eager-batch, policy.h); waiting for the window then only
+        adds its length to every answer."""
+        return (self.open_connections is not None
+                and len(self.queue) + self.inflight_rows >= self.open_connections())
+
+    def _batch_over(self, n):
+        self.inflight_rows -= n
 
     def dispatch(self):
         while self.free and self.up:
@@ -297,7 +312,9 @@ class Batcher:
             slot = self.free.pop()
             task = self.loop.create_task(self._run(slot, rows))
             self.inflight.add(task)
+            self.inflight_rows += len(rows)
             task.add_done_callback(self.inflight.discard)
+            task.add_done_callback(lambda _t, n=len(rows): self._batch_over(n))
         if not self.queue:
             self.timer.cancel()
 

@@ -102,6 +102,9 @@ def make_parser():
     a("--max-batch", type=_positive, default=64, help="requests per batch (default 64)")
     a("--batch-window-us", type=_natural, default=200,
       help="the longest a request waits for others (default 200)")
+    a("--eager-batch", action="store_true",
+      help="send a partial batch at once when every open connection of the worker has its "
+           "request waiting (none can come to fill the window)")
     a("--cuda-graphs", choices=("on", "off"), default="on",
       help="--model-device cuda: run the forward pass as a CUDA graph per batch-size bucket "
            "(on, default) or op by op")
@@ -161,6 +164,7 @@ def make_app(cfg, model=None, metrics=None):
     app = web.Application(client_max_size=svc.max_body + 1, middlewares=[deadlines.middleware])
     app[service.SERVICE] = svc
     app[HEADER_DEADLINES] = deadlines
+    svc.open_connections = lambda: len(deadlines.conns)
 
     async def start(app):
         waiting.prepare(cfg, need_cudaev=cfg.model_device == "cuda")

@@ -51,10 +51,12 @@ class Service:
         self.idle.set()
         self.on_unrecoverable = None  # set by the worker: start the restart
         self.extra_metrics = []  # other endpoints' render() functions, appended to /metrics
+        self.open_connections = None  # a callable, set by make_app (--eager-batch)
 
     def start(self, device):
         self.device = device
-        self.batcher = batching.Batcher(self.cfg, device, self.metrics, self._unrecoverable)
+        self.batcher = batching.Batcher(self.cfg, device, self.metrics, self._unrecoverable,
+                                        self.open_connections)
 
     def _unrecoverable(self, why):
         if self.on_unrecoverable:

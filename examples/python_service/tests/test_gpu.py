@@ -42,9 +42,9 @@ def rel_err(y, ref):
     return float(np.abs(y - ref).max()) / mag if mag else float(np.abs(y).max())
 
 
-def load(wait, total=4000, conns=64):
+def load(wait, total=4000, conns=64, extra=()):
     need_gpu(wait)
-    with Server(["--wait", wait], workers=2, device="cuda") as s:
+    with Server(["--wait", wait, *extra], workers=2, device="cuda") as s:
         rng = np.random.default_rng(11)
         xs = rng.uniform(-1, 1, (total, s.model.inputs)).astype(np.float32)
         ref = s.model.forward(xs)
@@ -80,6 +80,15 @@ def test_load_executor():
 
 def test_load_poll():
     run_pytest(load, "poll")
+
+
+def load_op_by_op(wait):
+    """The forward pass op by op (--cuda-graphs off) and eager batching."""
+    return load(wait, extra=("--cuda-graphs", "off", "--eager-batch"))
+
+
+def test_load_op_by_op():
+    run_pytest(load_op_by_op, "cudaev")
 
 
 def fault(wait):
@@ -126,12 +135,13 @@ def run_pytest(fn, wait):
 if __name__ == "__main__":
     failed = passed = 0
     for name, fn, wait in [("load", load, w) for w in ("cudaev", "executor", "poll")] + \
+                          [("load --cuda-graphs off --eager-batch", load_op_by_op, "cudaev")] + \
                           [("fault", fault, w) for w in ("cudaev", "executor")]:
         try:
             v = fn(wait)
             passed += 1
             print(f"ok {name} --wait {wait}: "
-                  f"{'max relative error %.3g' % v if name == 'load' else 'back in %.1f s' % v}",
+                  f"{'max relative error %.3g' % v if name.startswith('load') else 'back in %.1f s' % v}",
                   flush=True)
         except Skip as e:
             print(f"skip {name} --wait {wait}: {e}", flush=True)

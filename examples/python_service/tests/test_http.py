@@ -157,6 +157,32 @@ def test_batching(wait, rng):
         assert s.stop() == 0
 
 
+def test_eager_batch(rng):
+    """--eager-batch: a partial batch leaves at once when every open connection
+    has its request waiting, and waits for the window while another open
+    connection could still send (the C service's policy)."""
+    window = 0.6
+    with Server(["--eager-batch", "--batch-window-us", str(int(window * 1e6))]) as s:
+        x = rng.uniform(-1, 1, (2, s.model.inputs)).astype(np.float32)
+        c = s.conn()
+        t0 = time.monotonic()
+        st, hd, y, _ = s.infer(x[0], conn=c)
+        alone = time.monotonic() - t0
+        assert st == 200 and np.array_equal(y, s.model.forward(x[:1])[0])
+        assert alone < window * 0.5, f"alone on its worker it waited {alone:.3f} s"
+        idle = s.conn()
+        idle.connect()
+        s.request("GET", "/health", conn=idle)  # surely accepted and counted as open
+        t0 = time.monotonic()
+        st, hd, y, _ = s.infer(x[1], conn=c)
+        waited = time.monotonic() - t0
+        assert st == 200 and hd["x-batch-size"] == "1"
+        assert waited >= window * 0.9, f"with an idle connection open it waited {waited:.3f} s"
+        idle.close()
+        c.close()
+        assert s.stop() == 0
+
+
 @pytest.mark.parametrize("wait", WAITS)
 def test_load(wait, rng):
     """2,000 requests over 64 keep-alive connections, two workers: every answer
