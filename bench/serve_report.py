@@ -17,7 +17,7 @@ COLUMNS = [("server", "server"), ("connections", "conns"), ("rps", "req/s"),
            ("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"), ("p999_ms", "p99.9 ms"),
            ("errors", "errors"), ("cpu_cores", "CPU (cores)"), ("threads", "threads"),
            ("gpu_ms_per_req", "GPU ms/req"), ("wall_ms_mean", "server ms/req (mean)"),
-           ("batch_mean", "rows/batch")]
+           ("batch_mean", "rows/batch"), ("server_p99_ms", "server p99 ms (≤)")]
 
 
 def num(v):
