@@ -165,7 +165,7 @@ class TorchDevice:
             self.slots.append(s)
         self.selfcheck(model)
         self.buckets = buckets(cap)
-        if getattr(cfg, "cuda_graphs", "on") == "on":
+        if cfg.cuda_graphs == "on":
             for s in self.slots:
                 self._capture(s)
 
@@ -245,7 +245,7 @@ class Batcher:
         self.cfg, self.device, self.metrics = cfg, device, metrics
         # --eager-batch: the worker's open connections (a callable); when each
         # has its request queued or in a batch, none can come to fill the window.
-        self.open_connections = open_connections if getattr(cfg, "eager_batch", False) else None
+        self.open_connections = open_connections if cfg.eager_batch else None
         self.inflight_rows = 0
         self.window = cfg.batch_window_us * 1e-6
         self.queue = collections.deque()

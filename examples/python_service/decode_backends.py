@@ -66,7 +66,7 @@ def make_backend(cfg, weights, dims=Dims()):
         try:
             import decode_torch  # noqa: PLC0415 (imports torch: only when asked)
             return decode_torch.TorchBackend(weights, dims, max_batch, device,
-                                             graphs=getattr(cfg, "decode_graphs", "on") == "on")
+                                             graphs=cfg.decode_graphs == "on")
         except (ImportError, RuntimeError) as e:
             raise SystemExit(f"decode loop on {device}: {type(e).__name__}: {e}") from None
     return CpuBackend(weights, dims, max_batch)
