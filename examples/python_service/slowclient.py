@@ -12,11 +12,18 @@ middleware, which runs once aiohttp has parsed a request's headers, disarms it
 for the life of that request. The 408 is written on the transport itself:
 aiohttp writes nothing while it waits for headers.
 
+The close lingers (as nginx's lingering_close): the 408 is followed by a FIN,
+and what the client still sends is read and dropped until it closes or
+LINGER_S pass. Closed at once, a socket with unread bytes of the trickle
+sends a reset, which can reach the client before it has read the 408.
+
 Thread: the event loop's thread only.
 """
 import asyncio
 
 from aiohttp import web
+
+LINGER_S = 2.0
 
 
 class _Proxy(asyncio.Protocol):
@@ -41,6 +48,8 @@ class _Proxy(asyncio.Protocol):
         self.inner.data_received(data)
 
     def eof_received(self):
+        if self.cut:
+            return False  # the client has closed its side: the transport closes
         return self.inner.eof_received()
 
     def connection_lost(self, exc):
@@ -73,7 +82,11 @@ class _Proxy(asyncio.Protocol):
         body = f"request headers not complete within {self.owner.deadline_ms} ms\n".encode()
         t.write(b"HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\n"
                 b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
-        t.close()
+        if t.can_write_eof():
+            t.write_eof()
+            self.timer = asyncio.get_running_loop().call_later(LINGER_S, t.close)
+        else:
+            t.close()
 
 
 class HeaderDeadlines:

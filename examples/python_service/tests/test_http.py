@@ -453,6 +453,37 @@ def test_slow_clients():
         assert s.stop() == 0
 
 
+def test_slow_client_cut_is_not_a_reset():
+    """A client trickling headers in step with the deadline (a byte may
+    arrive as the 408 is written) reads the whole 408 and then the end of the
+    stream, never a reset: the close lingers on the bytes still coming."""
+    def trickle(port):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10 * SLOW)
+        sock.sendall(b"GET /health HTTP/1.1\r\n")
+        sock.settimeout(0.1)
+        got = b""
+        try:
+            while True:
+                try:
+                    b = sock.recv(65536)
+                    if not b:
+                        return got
+                    got += b
+                except socket.timeout:
+                    sock.sendall(b"X-a: b\r\n")
+        except ConnectionResetError:
+            return b"reset after %r" % got[:40]
+        finally:
+            sock.close()
+
+    with Server(["--header-deadline-ms", "300"]) as s:
+        with ThreadPoolExecutor(8) as ex:
+            got = list(ex.map(lambda _: trickle(s.port), range(48)))
+        bad = [g[:80] for g in got if not g.startswith(b"HTTP/1.1 408")]
+        assert not bad, bad
+        assert s.stop() == 0
+
+
 def test_workers_die_with_the_master():
     """A master killed outright (SIGKILL) takes its workers with it."""
     s = Server([], workers=2)
