@@ -92,7 +92,12 @@ for t in tests:
         skipped += 1; skips.setdefault((in_suites[0], skip_reason(out)), []).append(name)
     else:
         failed += 1; print(f"FAIL  {name:28} exit {rc} ({secs:.1f}s); log: {name}.log")
-        for line in out.splitlines()[:40]:
+        # The head says what ran, the tail why it failed (pytest's summary,
+        # a crash's last words).
+        lines = out.splitlines()
+        if len(lines) > 40:
+            lines = lines[:20] + [f"[... {len(lines) - 40} lines ...]"] + lines[-20:]
+        for line in lines:
             print("      | " + line)
 for (suite, reason), names in skips.items():
     n = len(names)
