@@ -1,12 +1,12 @@
 /* inference_server: an MLP served over HTTP/1.1 by one thread.
  *
- * The thread runs ev_run on libev's default loop; libmicrohttpd (external
- * epoll mode), the batcher's timers and one foreign-mode cudaev loop per
+ * The thread runs ev_run on libev's default loop; the HTTP connections'
+ * epoll set (http1.h), the batcher's timers and one foreign-mode cudaev loop per
  * GPU are all watchers of it (service.h draws a request's way through).
  * main() sets up, runs the loop, and tears down; the drain on SIGINT or
  * SIGTERM happens inside the loop. With --loop-threads=N there are N such
  * loops, each a complete server on its own thread (its own listening
- * socket on the shared port, HTTP daemon, batcher and cudaev loop per
+ * socket on the shared port, HTTP server, batcher and cudaev loop per
  * device); they share the model and the metrics, and main()'s loop (thread
  * 0) takes the signals and passes them on (ev_async).
  *
@@ -55,15 +55,16 @@ static char restart_pending[160];
  * completion that is about to come, which saves the wakeup's latency when
  * the thread has nothing else to do. Here it often has: while HTTP traffic
  * arrives, every microsecond spun is one a request waits. So the device
- * loops spin only in passes that follow a quiet one (no MHD event since the
+ * loops spin only in passes that follow a quiet one (no HTTP event since the
  * last). Runs first among the prepare watchers (highest priority), before
  * the evdrive ones ask cudaev_loop_prepare. */
 static void on_spin_policy(struct ev_loop *evl, ev_prepare *w, int revents) {
   struct server *s = w->data;
   (void)evl, (void)revents;
   atomic_fetch_add_explicit(&s->iterations, 1, memory_order_relaxed);
-  unsigned want = s->http_events != s->spin_seen ? 0 : s->quiet_spin_us;
-  s->spin_seen = s->http_events;
+  unsigned long long events = http_events(s);
+  unsigned want = events != s->spin_seen ? 0 : s->quiet_spin_us;
+  s->spin_seen = events;
   if (want != s->spin_us) devices_set_spin(s, want);
 }
 
@@ -409,7 +410,7 @@ int main(int argc, char **argv) {
   static struct metrics metrics;
   char err[512];
   int rc = config_parse(&cfg, "inference_server",
-                        "An MLP over HTTP/1.1: one thread, libmicrohttpd and cudaev on one libev "
+                        "An MLP over HTTP/1.1: one thread, HTTP and cudaev on one libev "
                         "loop, dynamic batching on every GPU.",
                         argc, argv);
   if (rc >= 0) return rc;
@@ -505,7 +506,7 @@ int main(int argc, char **argv) {
 
   ev_run(s->evl, 0);
 
-  /* Drained (or forced): every connection is resumed, so MHD may stop;
+  /* Drained (or forced): every answer is out, so HTTP may stop;
    * then the devices' loops go (nothing is pending after a full drain). */
   for (int i = 1; i < nt; i++) pthread_join(srv[i].tid, NULL);
   ev_signal_stop(s->evl, &sigint_w);

@@ -1,26 +1,25 @@
 /* service.h: the asynchronous inference service's own types, shared by its
  * files. One thread does everything: it runs ev_run on the default libev
- * loop, which watches libmicrohttpd's epoll fd (http.c), the batch window
+ * loop, which watches the HTTP connections' epoll fd (http1.h), the batch window
  * timer (batch.c), each request's deadline timer, the signals (main.c),
  * and one foreign-mode cudaev loop per device (evdrive.h, device.c). With
  * --loop-threads=N, N such servers (struct server) run side by side, one
  * per thread, sharing only the model, the metrics and the port.
  *
  * A request's way through (files in brackets):
- *   MHD reads headers and body, each within its deadline [conn.c]
- *   -> access handler validates it [http.c]
- *   -> the request waits in the batch queue; its connection is suspended
+ *   its connection reads head and body, each within its deadline [http1_conn.c]
+ *   -> validated as they come [http.c]
+ *   -> the request waits in the batch queue; its connection reads no more
  *   -> window or size reached: rows copied into a free slot's pinned input,
  *      the slot's batch submitted on the least-loaded device, one future
  *      per batch [batch.c, device.c, backend_*.c]
- *   -> the future's continuation (loop thread) answers each row's request
- *      and resumes its connection; MHD runs right after the loop pass and
- *      sends the answers [batch.c, http.c].
+ *   -> the future's continuation (loop thread) answers each row's request;
+ *      the answers are sent right after the loop pass [batch.c, http.c].
  *
  * Ownership: the server owns devices, slots and the queue; a request is
- * owned by its MHD connection (made in the access handler, freed in MHD's
- * request-completed callback); a slot row or the queue only points to it,
- * and a request leaving early (deadline, closed connection) unhooks itself.
+ * owned by its connection (made in http.c's on_head, freed in its on_done);
+ * a slot row or the queue only points to it, and a request leaving early
+ * (deadline, closed connection) unhooks itself.
  *
  * Thread: every function here runs on the loop thread (the CPU backend's
  * workers touch only their own job queue and cudaev_promise_set). */
@@ -42,7 +41,7 @@
 struct server;
 struct device;
 struct request;
-struct conn;
+struct http1_conn;
 
 /* One batch's place on a device: staging buffers and the rows' requests. */
 struct slot {
@@ -119,15 +118,15 @@ extern const struct backend_ops backend_gpu;
 
 struct request {
   struct server *srv;
-  struct MHD_Connection *conn;
-  struct conn *cx; /* the connection's deadlines (conn.h); NULL if it has none */
-  int state;       /* enum in http.c */
-  int route;       /* enum in http.c */
-  int infer;       /* POST /v1/infer */
-  int raw;         /* octet-stream in and out */
-  int fault;       /* X-Inject-Fault: 1 (with --fault-injection) */
-  int suspended;
-  int parsed; /* `in` holds the body's values (parsed as it arrived) */
+  struct http1_conn *conn; /* until on_done (http1.h) */
+  int state;               /* enum in http.c */
+  int route;               /* enum in http.c */
+  int infer;               /* POST /v1/infer */
+  int raw;                 /* octet-stream in and out */
+  int fault;               /* X-Inject-Fault: 1 (with --fault-injection) */
+  int get;                 /* GET or HEAD */
+  char *url;               /* an unknown path (for its 404; after the struct) */
+  int parsed;              /* `in` holds the body's values (parsed as it arrived) */
   char *body;
   size_t len, cap;
   size_t received;               /* body bytes seen, kept or not */
@@ -139,7 +138,6 @@ struct request {
   struct slot *slot;             /* in flight: its row */
   int row;
   unsigned status; /* the answer, once made */
-  struct MHD_Response *response;
 };
 
 struct batcher {
@@ -174,13 +172,12 @@ struct server {
   struct batcher batch;
   struct http *http;
   uint64_t next_batch_id;
-  int dispatch_due;               /* a slot came free inside a loop pass */
-  unsigned long long http_events; /* MHD's fd was readable (http.c counts) */
-  unsigned spin_us;               /* what the device loops may spin now */
-  unsigned quiet_spin_us;         /* ... when HTTP is quiet (--loop-spin-us) */
+  int dispatch_due;       /* a slot came free inside a loop pass */
+  unsigned spin_us;       /* what the device loops may spin now */
+  unsigned quiet_spin_us; /* ... when HTTP is quiet (--loop-spin-us) */
   int draining;
   int restarting;              /* the drain ends in a re-exec (a device stayed unavailable) */
-  int listen_fd;               /* kept across the re-exec; -1 until the drain takes it from MHD */
+  int listen_fd;               /* kept across the re-exec; -1 until the drain takes it */
   unsigned long long restarts; /* re-execs so far, carried in the environment */
   char restart_why[160];       /* the last one's reason */
   int exit_code;
@@ -220,8 +217,10 @@ void devices_set_spin(struct server *s, unsigned us);
 int http_start(struct server *s, int port, char *err, size_t errlen);
 /* The port actually bound. */
 int http_port(struct server *s);
-/* Runs MHD now if a connection was resumed since it last ran. */
+/* Sends the answers made since the connections were last served. */
 void http_kick(struct server *s);
+/* Readiness events of this thread's connections so far (the spin policy). */
+unsigned long long http_events(const struct server *s);
 /* Stops accepting connections (drain). With `keep`, the listening socket
  * stays open in s->listen_fd (for the re-exec), else it is closed. */
 void http_quiesce(struct server *s, int keep);
@@ -237,7 +236,7 @@ void request_answer_error(struct request *r, unsigned status, const char *reason
 /* Called whenever requests finish: ends the drain when nothing is left. */
 void server_check_drained(struct server *s);
 /* Runs after each cudaev_loop_process (evdrive's hook): sends what a
- * freed slot allows, then lets MHD send the answers. */
+ * freed slot allows, then sends the answers. */
 void server_after_process(void *arg);
 /* A device stayed unavailable after its reset: drain, then replace the
  * process with a fresh one (exec) that inherits the listening socket. */

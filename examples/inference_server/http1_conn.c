@@ -1,0 +1,584 @@
+/* One HTTP/1.1 connection (http1.h): reading, parsing with http-parser,
+ * the answer's bytes, the deadlines' effects and the close. */
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http1_impl.h"
+
+/* Below this much room at the buffer's end, what is kept moves to its start
+ * before a read. */
+#define MIN_ROOM 1024
+
+static const char *reason_phrase(unsigned status) {
+  switch (status) {
+  case 100: return "Continue";
+  case 200: return "OK";
+  case 400: return "Bad Request";
+  case 404: return "Not Found";
+  case 405: return "Method Not Allowed";
+  case 408: return "Request Timeout";
+  case 413: return "Content Too Large";
+  case 415: return "Unsupported Media Type";
+  case 431: return "Request Header Fields Too Large";
+  case 500: return "Internal Server Error";
+  case 503: return "Service Unavailable";
+  case 504: return "Gateway Timeout";
+  default: return "Unknown";
+  }
+}
+
+/* Decimal digits of v, written backwards from end; returns the first. */
+static char *digits(uint64_t v, char *end) {
+  do *--end = (char)('0' + v % 10);
+  while (v /= 10);
+  return end;
+}
+
+static int reserve(struct http1_conn *c, size_t more) {
+  if (c->out_off == c->out_len) c->out_off = c->out_len = 0;
+  if (c->out_len + more <= c->out_cap) return 0;
+  size_t cap = c->out_cap ? c->out_cap : 1024;
+  while (cap < c->out_len + more) cap *= 2;
+  char *p = realloc(c->out, cap);
+  if (p == NULL) return -1;
+  c->out = p;
+  c->out_cap = cap;
+  return 0;
+}
+
+static void put(struct http1_conn *c, const void *p, size_t n) {
+  memcpy(c->out + c->out_len, p, n);
+  c->out_len += n;
+}
+
+#define PUT_LIT(c, s) put((c), (s), sizeof(s) - 1)
+
+/* "Date: ...\r\n", formatted once a second per server. */
+static const char *date_line(struct http1 *h, size_t *len) {
+  time_t t = time(NULL);
+  if ((long long)t != h->date_at) {
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    h->date_len = strftime(h->date, sizeof h->date, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+    h->date_at = t;
+  }
+  *len = h->date_len;
+  return h->date;
+}
+
+/* Appends a whole response to out. Returns -1 when out of memory. */
+static int compose(struct http1_conn *c, unsigned status, const char *headers, size_t hlen,
+                   const char *ctype, const void *body, size_t blen, int close, int head_only) {
+  size_t dlen, clen = ctype ? strlen(ctype) : 0;
+  const char *date = date_line(c->srv, &dlen);
+  if (reserve(c, 160 + dlen + clen + hlen + (head_only ? 0 : blen)) != 0) return -1;
+  char num[24], *d;
+  PUT_LIT(c, "HTTP/1.1 ");
+  d = digits(status, num + sizeof num);
+  put(c, d, (size_t)(num + sizeof num - d));
+  put(c, " ", 1);
+  const char *why = reason_phrase(status);
+  put(c, why, strlen(why));
+  PUT_LIT(c, "\r\n");
+  put(c, date, dlen);
+  PUT_LIT(c, "Content-Length: ");
+  d = digits(blen, num + sizeof num);
+  put(c, d, (size_t)(num + sizeof num - d));
+  PUT_LIT(c, "\r\n");
+  if (ctype) {
+    PUT_LIT(c, "Content-Type: ");
+    put(c, ctype, clen);
+    PUT_LIT(c, "\r\n");
+  }
+  if (hlen) put(c, headers, hlen);
+  if (close)
+    PUT_LIT(c, "Connection: close\r\n");
+  else if (c->parser.http_major == 1 && c->parser.http_minor == 0)
+    PUT_LIT(c, "Connection: keep-alive\r\n");
+  PUT_LIT(c, "\r\n");
+  if (!head_only && blen) put(c, body, blen);
+  return 0;
+}
+
+/* Stops the parser where it is (http-parser refuses a parser in error). */
+static void pause_parser(struct http1_conn *c) {
+  enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+  if (e == HPE_OK || e == HPE_PAUSED) http_parser_pause(&c->parser, 1);
+}
+
+static void queue_flush(struct http1_conn *c) {
+  struct http1 *h = c->srv;
+  if (c->serving || c->queued || c->dead) return;
+  c->queued = 1;
+  c->flush_prev = h->flush_tail;
+  c->flush_next = NULL;
+  if (h->flush_tail)
+    h->flush_tail->flush_next = c;
+  else
+    h->flush = c;
+  h->flush_tail = c;
+}
+
+void http1_unqueue(struct http1_conn *c) {
+  struct http1 *h = c->srv;
+  if (!c->queued) return;
+  c->queued = 0;
+  if (c->flush_prev)
+    c->flush_prev->flush_next = c->flush_next;
+  else
+    h->flush = c->flush_next;
+  if (c->flush_next)
+    c->flush_next->flush_prev = c->flush_prev;
+  else
+    h->flush_tail = c->flush_prev;
+  c->flush_prev = c->flush_next = NULL;
+}
+
+/* The client owes bytes (or nothing yet): it is idle-timed from now. */
+static void touch(struct http1_conn *c) {
+  deadline_fifo_push(&c->srv->quiets, &c->quiet, now_ns());
+  http1_arm(c->srv);
+}
+
+static void enter_due(struct http1_conn *c, enum http1_phase phase, struct deadline_fifo *f) {
+  c->phase = phase;
+  deadline_fifo_push(f, &c->due, now_ns());
+  http1_arm(c->srv);
+}
+
+/* An answer of the connection's own (400, 408, 431): the request, if the
+ * application holds one, is over for it; the connection closes after. */
+static void own_answer(struct http1_conn *c, unsigned status, const char *line) {
+  if (c->req) {
+    void *r = c->req;
+    c->req = NULL;
+    c->srv->ops->on_done(r, 0);
+  }
+  c->in_body = 0;
+  c->phase = PH_OWED;
+  deadline_item_remove(&c->due);
+  pause_parser(c); /* nothing more is read as requests */
+  c->close_after = 1;
+  if (compose(c, status, NULL, 0, "text/plain; charset=utf-8", line, strlen(line), 1, 0) != 0) {
+    http1_conn_close(c);
+    return;
+  }
+  c->answered = 1;
+  queue_flush(c);
+}
+
+void http1_answer(struct http1_conn *c, unsigned status, const char *headers, size_t hlen,
+                  const char *ctype, const void *body, size_t blen, int close) {
+  if (c == NULL || c->dead || c->answered || (c->req == NULL && !c->heading)) return;
+  /* A body still on its way is not read: the connection cannot go on. */
+  if (c->in_body) {
+    close = 1;
+    c->in_body = 0;
+    c->phase = PH_OWED;
+    deadline_item_remove(&c->due);
+    pause_parser(c);
+  }
+  if (!c->keep_alive) close = 1;
+  if (compose(c, status, headers, hlen, ctype, body, blen, close, c->is_head) != 0) {
+    http1_conn_close(c);
+    return;
+  }
+  c->answered = 1;
+  c->close_after |= (unsigned)close;
+  queue_flush(c);
+}
+
+/* ---- http-parser's callbacks ---- */
+
+static struct http1_conn *of(http_parser *p) { return p->data; }
+
+static int on_message_begin(http_parser *p) {
+  struct http1_conn *c = of(p);
+  c->has_url = 0;
+  c->nfields = 0;
+  c->field_open = 0;
+  /* The first request's head is due from the connection's start. */
+  if (c->phase == PH_IDLE) enter_due(c, PH_HEAD, &c->srv->heads);
+  return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t len) {
+  struct http1_conn *c = of(p);
+  if (!c->has_url) {
+    c->has_url = 1;
+    c->base = (size_t)(at - c->buf);
+    c->url = 0;
+    c->url_len = 0;
+  }
+  c->url_len = (uint32_t)((size_t)(at + len - c->buf) - c->base - c->url);
+  return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len) {
+  struct http1_conn *c = of(p);
+  if (!c->field_open) {
+    if (c->nfields == HTTP1_MAX_HEADERS) return -1;
+    struct http1_field *f = &c->fields[c->nfields++];
+    f->name = (uint32_t)((size_t)(at - c->buf) - c->base);
+    f->name_len = 0;
+    f->value_len = 0;
+    f->value = f->name; /* an empty value has no callback */
+    c->field_open = 1;
+    c->value_open = 0;
+  }
+  struct http1_field *f = &c->fields[c->nfields - 1];
+  f->name_len = (uint32_t)((size_t)(at + len - c->buf) - c->base - f->name);
+  return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len) {
+  struct http1_conn *c = of(p);
+  struct http1_field *f = &c->fields[c->nfields - 1];
+  if (!c->value_open) {
+    f->value = (uint32_t)((size_t)(at - c->buf) - c->base);
+    f->value_len = 0;
+    c->value_open = 1;
+  }
+  /* The span from the first piece to the end of this one: a folded value
+   * keeps its line break (a space for the parsers here). */
+  f->value_len = (uint32_t)((size_t)(at + len - c->buf) - c->base - f->value);
+  c->field_open = 0;
+  return 0;
+}
+
+/* The head's strings end in place: each is followed by a byte of syntax
+ * already parsed (a space, a colon, a CR). */
+static void terminate_head(struct http1_conn *c) {
+  char *b = c->buf + c->base;
+  b[c->url_len] = 0;
+  for (int i = 0; i < c->nfields; i++) {
+    struct http1_field *f = &c->fields[i];
+    b[f->name + f->name_len] = 0;
+    while (f->value_len > 0 && (b[f->value + f->value_len - 1] == ' ' ||
+                                b[f->value + f->value_len - 1] == '\t'))
+      f->value_len--;
+    if (f->value_len == 0)
+      f->value = UINT32_MAX; /* "" */
+    else
+      b[f->value + f->value_len] = 0;
+  }
+}
+
+const char *http1_header(const struct http1_head *h, const char *name) {
+  const struct http1_conn *c = h->conn;
+  const char *b = c->buf + c->base;
+  for (int i = 0; i < c->nfields; i++)
+    if (strcasecmp(b + c->fields[i].name, name) == 0)
+      return c->fields[i].value == UINT32_MAX ? "" : b + c->fields[i].value;
+  return NULL;
+}
+
+static int on_headers_complete(http_parser *p) {
+  struct http1_conn *c = of(p);
+  struct http1 *h = c->srv;
+  if (!c->has_url) return -1;
+  terminate_head(c);
+  deadline_item_remove(&c->due);
+  int chunked = (p->flags & F_CHUNKED) != 0;
+  int has_length = p->content_length != ULLONG_MAX;
+  struct http1_head head = {
+      .method = http_method_str((enum http_method)p->method),
+      .url = c->buf + c->base,
+      .is_head = p->method == HTTP_HEAD,
+      .has_body = chunked || (has_length && p->content_length > 0),
+      .has_length = has_length && !chunked,
+      .length = has_length ? p->content_length : 0,
+      .conn = c,
+  };
+  c->keep_alive = http_should_keep_alive(p) && !p->upgrade;
+  c->is_head = (unsigned)head.is_head;
+  c->in_body = (unsigned)head.has_body;
+  c->phase = PH_BODY;
+  if (head.has_body) enter_due(c, PH_BODY, &h->bodies);
+  c->heading = 1;
+  void *r = h->ops->on_head(&head, h->user);
+  c->heading = 0;
+  if (r == NULL) {
+    http1_conn_close(c);
+    return -1;
+  }
+  c->req = r;
+  if (c->answered) {
+    /* Answered from its head: http1_answer paused the parser where a body
+     * follows; without one, the end of the message comes next. */
+    return 0;
+  }
+  if (c->in_body && p->http_minor >= 1) {
+    const char *expect = http1_header(&head, "Expect");
+    if (expect && strcasecmp(expect, "100-continue") == 0) {
+      if (reserve(c, 32) == 0) PUT_LIT(c, "HTTP/1.1 100 Continue\r\n\r\n");
+    }
+  }
+  return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t len) {
+  struct http1_conn *c = of(p);
+  if (c->req && !c->answered) c->srv->ops->on_body(c->req, at, len);
+  return 0;
+}
+
+static int on_message_complete(http_parser *p) {
+  struct http1_conn *c = of(p);
+  c->in_body = 0;
+  c->phase = PH_OWED;
+  deadline_item_remove(&c->due);
+  deadline_item_remove(&c->quiet);
+  if (c->req && !c->answered) c->srv->ops->on_end(c->req);
+  /* The next pipelined request waits until this one is answered. */
+  if (!c->dead) pause_parser(c);
+  return 0;
+}
+
+static const http_parser_settings settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+/* ---- the connection's life ---- */
+
+struct http1_conn *http1_conn_open(struct http1 *h, int fd) {
+  struct http1_conn *c = malloc(sizeof *c);
+  if (c == NULL) return NULL;
+  memset(c, 0, offsetof(struct http1_conn, buf));
+  c->srv = h;
+  c->fd = fd;
+  http_parser_init(&c->parser, HTTP_REQUEST);
+  c->parser.data = c;
+  c->keep_alive = 1;
+  enter_due(c, PH_HEAD, &h->heads);
+  touch(c);
+  c->next = h->conns;
+  if (h->conns) h->conns->prev = c;
+  h->conns = c;
+  atomic_fetch_add_explicit(&h->nconn, 1, memory_order_relaxed);
+  return c;
+}
+
+void http1_conn_close(struct http1_conn *c) {
+  struct http1 *h = c->srv;
+  if (c->dead) return;
+  c->dead = 1;
+  deadline_item_remove(&c->due);
+  deadline_item_remove(&c->quiet);
+  http1_unqueue(c);
+  close(c->fd); /* also leaves the epoll set */
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    h->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  /* Freed once the event that closed it is handled: a later event of the
+   * same epoll_wait may still name it. */
+  c->next = h->graveyard;
+  c->prev = NULL;
+  h->graveyard = c;
+  atomic_fetch_sub_explicit(&h->nconn, 1, memory_order_relaxed);
+  if (c->req) {
+    void *r = c->req;
+    c->req = NULL;
+    h->ops->on_done(r, 0);
+  }
+  http1_conn_gone(h);
+}
+
+void http1_conn_free(struct http1_conn *c) {
+  free(c->out);
+  free(c);
+}
+
+/* The answer is out: the request is over; the next one, or the close. */
+static void finish_request(struct http1_conn *c) {
+  void *r = c->req;
+  c->req = NULL;
+  c->answered = 0;
+  if (r) c->srv->ops->on_done(r, 1);
+  if (c->dead) return;
+  if (c->close_after) {
+    /* Lingering close: the answer, then the FIN; what the client still
+     * sends is read and dropped (a close with unread bytes would send a
+     * reset, which may overtake the answer). */
+    deadline_item_remove(&c->quiet);
+    shutdown(c->fd, SHUT_WR);
+    enter_due(c, PH_LINGER, &c->srv->lingers);
+    return;
+  }
+  c->phase = PH_IDLE;
+  touch(c);
+  http_parser_pause(&c->parser, 0);
+}
+
+/* Sends what is pending. Returns 0 when all of it went, else -1 (the
+ * socket is full: EPOLLOUT resumes; or the connection closed). */
+static int send_out(struct http1_conn *c) {
+  while (c->out_off < c->out_len) {
+    ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+    if (n > 0) {
+      c->out_off += (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      touch(c); /* a client that never reads its answer is timed out */
+      return -1;
+    }
+    http1_conn_close(c);
+    return -1;
+  }
+  c->out_off = c->out_len = 0;
+  return 0;
+}
+
+/* Where the bytes to keep begin: the head's base while a head with a URL
+ * is being parsed (its fields are offsets from it), else the unparsed. */
+static size_t keep_from(const struct http1_conn *c) {
+  return c->phase == PH_HEAD && c->has_url ? c->base : c->start;
+}
+
+/* Reads once. Returns 0, or -1 when the connection closed or the head
+ * outgrew the buffer (answered 431). */
+static int read_some(struct http1_conn *c) {
+  size_t from = keep_from(c);
+  if (from == c->end) {
+    c->start = c->end = 0;
+    if (c->phase == PH_HEAD && c->has_url) c->base = 0;
+  } else if (HTTP1_BUF - c->end < MIN_ROOM && from > 0) {
+    memmove(c->buf, c->buf + from, c->end - from);
+    c->end -= from;
+    c->start -= from;
+    if (c->phase == PH_HEAD && c->has_url) c->base -= from;
+  }
+  size_t room = HTTP1_BUF - c->end;
+  if (room == 0) {
+    own_answer(c, 431, "request head over 8192 bytes\n");
+    return -1;
+  }
+  ssize_t n = recv(c->fd, c->buf + c->end, room, 0);
+  if (n > 0) {
+    c->end += (size_t)n;
+    /* A short read emptied the socket: the next bytes bring an edge. Not
+     * so after the peer's FIN (its edge came with the data). */
+    if ((size_t)n < room && !c->rdhup) c->readable = 0;
+    if (c->phase != PH_OWED) touch(c);
+    return 0;
+  }
+  if (n == 0) {
+    c->peer_closed = 1;
+    c->readable = 0;
+    return 0;
+  }
+  if (errno == EINTR) return 0;
+  if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    c->readable = 0;
+    return 0;
+  }
+  http1_conn_close(c);
+  return -1;
+}
+
+static void parse(struct http1_conn *c) {
+  size_t n = http_parser_execute(&c->parser, &settings, c->buf + c->start, c->end - c->start);
+  if (c->dead) return;
+  c->start += n;
+  enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+  if (e == HPE_PAUSED || c->answered) return;
+  if (e != HPE_OK) {
+    char line[160];
+    snprintf(line, sizeof line, "bad request: %s\n", http_errno_description(e));
+    int big = e == HPE_HEADER_OVERFLOW || e == HPE_CB_header_field;
+    if (e == HPE_CB_header_field)
+      snprintf(line, sizeof line, "more than %d header fields\n", HTTP1_MAX_HEADERS);
+    own_answer(c, big ? 431 : 400, line);
+    return;
+  }
+  if (c->parser.upgrade) {
+    /* What follows is another protocol, which nobody here speaks. */
+    c->start = c->end;
+    c->close_after = 1;
+  }
+}
+
+/* Reads and drops what a lingering close still gets. */
+static void drain(struct http1_conn *c) {
+  while (c->readable && !c->dead) {
+    ssize_t n = recv(c->fd, c->buf, HTTP1_BUF, 0);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      c->readable = 0;
+      return;
+    }
+    http1_conn_close(c); /* the client's end, or an error */
+  }
+  if (c->peer_closed && !c->dead) http1_conn_close(c);
+}
+
+void http1_conn_serve(struct http1_conn *c) {
+  if (c->dead) return;
+  c->serving = 1;
+  http1_unqueue(c);
+  while (!c->dead) {
+    if (c->out_off < c->out_len && send_out(c) != 0) break;
+    if (c->answered) {
+      finish_request(c);
+      continue;
+    }
+    if (c->phase == PH_LINGER) {
+      drain(c);
+      break;
+    }
+    if (c->phase == PH_OWED) break; /* the answer comes later */
+    if (c->start < c->end && !(c->parser.http_errno == HPE_PAUSED)) {
+      size_t before = c->start;
+      parse(c);
+      if (c->start != before || c->answered || c->phase == PH_OWED) continue;
+    }
+    if (c->peer_closed) {
+      /* The client is gone before its request was complete (or with none
+       * begun): nothing to answer. */
+      http1_conn_close(c);
+      break;
+    }
+    if (!c->readable) break;
+    if (read_some(c) != 0) continue;
+  }
+  c->serving = 0;
+}
+
+void http1_conn_expired(struct http1_conn *c, int quiet) {
+  if (c->dead) return;
+  if (quiet || c->phase == PH_LINGER) {
+    http1_conn_close(c);
+    return;
+  }
+  enum metrics_phase phase = c->phase == PH_BODY ? METRICS_PHASE_BODY : METRICS_PHASE_HEADERS;
+  struct http1 *h = c->srv;
+  unsigned ms = phase == METRICS_PHASE_BODY ? h->cfg.body_deadline_ms : h->cfg.header_deadline_ms;
+  char line[96];
+  snprintf(line, sizeof line, "request %s not complete within %u ms\n",
+           phase == METRICS_PHASE_BODY ? "body" : "headers", ms);
+  void *r = c->req;
+  c->req = NULL;
+  h->ops->on_cut(r, phase, h->user);
+  if (r) h->ops->on_done(r, 0);
+  own_answer(c, 408, line);
+  http1_conn_serve(c);
+}
