@@ -106,8 +106,8 @@ service() { # backend: start, ask, stop; non-zero if any step failed
   [ "$health" = ok ]
 }
 if [ ! -x "$srv" ]; then
-  echo "--- no $srv: libmicrohttpd (Debian libmicrohttpd-dev) was not found at build time"
-  shown+=("inference service not built (no libmicrohttpd)")
+  echo "--- no $srv: http-parser or libmicrohttpd (Debian libhttp-parser-dev, libmicrohttpd-dev) was not found at build time"
+  shown+=("inference service not built (no http-parser or libmicrohttpd)")
 else
   python3 -c 'print([round((i * 37 % 201 - 100) / 100, 2) for i in range(64)])' >"$tmp/x.json"
   backend=cpu

@@ -15,8 +15,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # dpkg-dev, bzip2, xz-utils: apt-get source unpacks with dpkg-source;
 # make: jemalloc's build. libuv1-dev and liburing-dev are for
 # examples/loop_libuv.c and examples/loop_uring.c only (each is skipped where
-# its library is missing); libmicrohttpd-dev for examples/inference_server
-# (skipped without it), wrk for its load test (bench/serve.sh); nginx and
+# its library is missing); libhttp-parser-dev (the service's HTTP parser,
+# linked statically) and libmicrohttpd-dev (its blocking twin) for
+# examples/inference_server (skipped without them), wrk for its load test (bench/serve.sh); nginx and
 # curl for deploy/ (nginx in front of two service processes; its test).
 # python3-*: the Python package (python/): its build (setuptools, wheel, pip,
 # the headers) and its tests (pytest, pytest-asyncio, uvloop; trio and anyio
@@ -25,7 +26,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # tests and examples/loop_asio.cpp (skipped without them).
 packages="libev-dev libcriterion-dev meson ninja-build pkg-config python3 binutils gcc make
   dpkg-dev bzip2 xz-utils libgl-dev libegl-dev libvdpau-dev libvulkan-dev clang-format
-  libuv1-dev liburing-dev libmicrohttpd-dev wrk nginx curl g++ libasio-dev
+  libuv1-dev liburing-dev libhttp-parser-dev libmicrohttpd-dev wrk nginx curl g++ libasio-dev
   python3-dev python3-pip python3-setuptools python3-wheel python3-pytest
   python3-pytest-asyncio python3-uvloop python3-trio python3-anyio python3-aiohttp
   python3-numpy"
