@@ -14,8 +14,8 @@
  *   ev_prepare (libev is about to block)    -> t = cudaev_loop_prepare();
  *                                              ev_timer in t ms (0: at once)
  *   ev_timer                                -> cudaev_loop_process()
- * After each process the `after` hook runs (the service runs MHD there, so
- * that connections resumed by continuations are served in the same pass).
+ * After each process the `after` hook runs (the service sends there the
+ * answers its continuations made, so that they go out in the same pass).
  *
  * Thread: all functions on the thread running ev_run on `evl`. */
 #ifndef INFER_EVDRIVE_H

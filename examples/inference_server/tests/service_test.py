@@ -854,12 +854,11 @@ def t_soak_faults(args):
     secs = float(os.environ.get("INFER_FAULT_SOAK_S", "30"))
     deadline_ms = 1000
     idle_s = 30
-    # libmicrohttpd (0.9.75) sometimes misses the end of a connection that
-    # closed halfway through its request (data and FIN read at once): the
-    # header and body deadlines bound what that costs, not the idle
-    # timeout, which stays long so that no good client, however starved of
-    # the CPU, meets it. The header deadline still leaves a starved client
-    # seconds between its connect and its request.
+    # The header and body deadlines bound what a client that leaves
+    # halfway through its request costs, not the idle timeout, which stays
+    # long so that no good client, however starved of the CPU, meets it.
+    # The header deadline still leaves a starved client seconds between its
+    # connect and its request.
     with Server(args, ["--fault-injection", "--cpu-devices", "2", "--deadline-ms",
                        str(deadline_ms), "--body-deadline-ms", str(deadline_ms),
                        "--header-deadline-ms", "5000", "--batch-window-us", "500",
