@@ -88,18 +88,19 @@ threads() { awk '/^Threads:/ { print $2 }' "/proc/$1/status"; }
 metric() { awk -v m="$2" '$1 == m { v = $2 } END { print v + 0 }' "$1"; }
 
 start_server() { # kind -> sets pid, port
-  local kind=$1 bin env_path
+  local kind=$1 bin env_path extra=${SERVE_ARGS:-}
   case $kind in
     async) bin=$async_bin env_path=${LD_LIBRARY_PATH:-} ;;
     twin-nvidia) bin=$twin_bin env_path=$(dirname "$nvidia_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;;
     twin-ours) bin=$twin_bin env_path=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;;
-    floor) bin=$floor_bin env_path=${LD_LIBRARY_PATH:-} ;;
+    # The floor answers a fixed 200 whatever the model: the services' flags are not its.
+    floor) bin=$floor_bin env_path=${LD_LIBRARY_PATH:-} extra= ;;
     *) die "unknown server $kind" ;;
   esac
   rm -f "$work/port"
   # shellcheck disable=SC2086
   LD_LIBRARY_PATH=$env_path "$bin" --backend "$backend" --port 0 --port-file "$work/port" \
-    --max-connections 10000 --deadline-ms 30000 --connection-timeout 60 ${SERVE_ARGS:-} \
+    --max-connections 10000 --deadline-ms 30000 --connection-timeout 60 $extra \
     >>"$log" 2>&1 &
   pid=$!
   for _ in $(seq 600); do
