@@ -234,6 +234,51 @@ def t_http1(args):
             check_answer(s.model, x, y, "pipelined inference")
         check(b"<reset>" not in got and b"<timeout>" not in got, "pipelined: closed cleanly")
 
+        # 200 requests pipelined in one write and again in random pieces, with
+        # heads of up to 3 KB that straddle the connection's 8 KiB buffer: each
+        # answer in order, each inference its own input's.
+        rng = random.Random(3)
+        reqs, inputs = [], []
+        for i in range(200):
+            if i % 3 == 0:
+                reqs.append(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Pad: " +
+                            b"p" * rng.randrange(0, 3000) + b"\r\n\r\n")
+                inputs.append(None)
+            else:
+                xi = rand_input(s.model, rng)
+                bi = json.dumps(xi).encode()
+                reqs.append(b"POST /v1/infer HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                            b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(bi), bi))
+                inputs.append(xi)
+        data = b"".join(reqs) + last
+        for pieces in (False, True):
+            k = socket.create_connection(("127.0.0.1", s.port))
+            if pieces:
+                i = 0
+                while i < len(data):
+                    j = i + rng.randrange(1, 700)
+                    k.sendall(data[i:j])
+                    i = j
+            else:
+                k.sendall(data)
+            got = read_all(k, 20)
+            k.close()
+            answers = []
+            while got.startswith(b"HTTP/1.1 "):
+                head, _, rest = got.partition(b"\r\n\r\n")
+                size = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+                answers.append((head, rest[:size]))
+                got = rest[size:]
+            check(len(answers) == len(reqs) + 1 and got == b"",
+                  f"pipelined ({'pieces' if pieces else 'one write'}): {len(answers)} answers, "
+                  f"then {got[:60]!r}")
+            for (head, b), xi in zip(answers, inputs):
+                check(head.startswith(b"HTTP/1.1 200"), f"pipelined: {head[:40]!r}")
+                if xi is None:
+                    check(b == b"ok\n", f"pipelined health: {b!r}")
+                else:
+                    check_answer(s.model, xi, json.loads(b), "pipelined inference")
+
         got = raw_http(s.port, b"HEAD /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         head, _, rest = got.partition(b"\r\n\r\n")
         check(head.startswith(b"HTTP/1.1 200") and b"Content-Length: 3" in head and rest == b"",
