@@ -34,14 +34,20 @@ class Sequence:
     """One request's generation. ``queue`` yields each token (an int) as the
     engine makes it, then END; ``finish_reason`` is set before END:
     "length" (max_tokens reached), "cancelled" or "drain" (stopped by a
-    drain that ran out of time), or "error: ..." (the device failed)."""
+    drain that ran out of time), or "error: ..." (the device failed).
 
-    __slots__ = ("id", "prompt", "max_tokens", "queue", "slot", "pos", "generated",
+    ``sink``, when its reader sets one, is offered each token first (on the
+    engine's task, in step order): it returns True when it took the token
+    (wrote it to the client), False to have it queued; a token is queued
+    whenever the queue is not empty, so the two ways never reorder."""
+
+    __slots__ = ("id", "prompt", "max_tokens", "queue", "sink", "slot", "pos", "generated",
                  "cancelled", "finish_reason", "t_submit")
 
     def __init__(self, seq_id, prompt, max_tokens):
         self.id, self.prompt, self.max_tokens = seq_id, list(prompt), max_tokens
         self.queue = asyncio.Queue()
+        self.sink = None
         self.slot = None
         self.pos = 0  # tokens fed so far
         self.generated = []
@@ -196,7 +202,8 @@ class Engine:
             seq.pos += 1
             if seq.pos >= len(seq.prompt) and not seq.cancelled:
                 seq.generated.append(tok)
-                seq.queue.put_nowait(tok)
+                if seq.sink is None or not seq.queue.empty() or not seq.sink(tok):
+                    seq.queue.put_nowait(tok)
                 made += 1
                 if len(seq.generated) >= seq.max_tokens:
                     self._finish(seq, "length")

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -146,6 +147,49 @@ def test_stream_order_and_completeness(server):
     assert fa == fb == {"done": True, "finish_reason": "length", "tokens": 20}
     assert tc == decode_model.reference_generate(REF, list(b"hi"), 5)
     assert fc["tokens"] == 5
+
+
+def _raw_generate(url, version, prompt, n):
+    """POST /v1/generate over a raw socket; the whole answer's bytes."""
+    host, port = url.rsplit("/", 1)[1].split(":")
+    body = json.dumps({"prompt": prompt, "max_tokens": n}).encode()
+    k = socket.create_connection((host, int(port)), timeout=30)
+    k.sendall(b"POST /v1/generate HTTP/%s\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Connection: close\r\nContent-Length: %d\r\n\r\n%s"
+              % (version.encode(), len(body), body))
+    got = b""
+    while True:
+        b = k.recv(65536)
+        if not b:
+            break
+        got += b
+    k.close()
+    return got
+
+
+def test_stream_bytes(server):
+    """The bytes on the wire: HTTP/1.1 chunks (tokens after the first written
+    by the engine itself, framed by it) and HTTP/1.0's close-delimited body
+    both carry exactly the lines json.dumps makes."""
+    want = decode_model.reference_generate(REF, [4, 5], 12)
+    lines = [json.dumps({"index": i, "token": t}) + "\n" for i, t in enumerate(want)]
+    lines.append(json.dumps({"done": True, "finish_reason": "length", "tokens": 12}) + "\n")
+    head, _, body = _raw_generate(server.url, "1.1", [4, 5], 12).partition(b"\r\n\r\n")
+    assert b"Transfer-Encoding: chunked" in head, head
+    data = b""
+    while True:
+        size, _, rest = body.partition(b"\r\n")
+        n = int(size, 16)
+        if n == 0:
+            assert rest == b"\r\n", rest
+            break
+        assert rest[n:n + 2] == b"\r\n", rest[:n + 2]
+        data += rest[:n]
+        body = rest[n + 2:]
+    assert data.decode() == "".join(lines)
+    head, _, body = _raw_generate(server.url, "1.0", [4, 5], 12).partition(b"\r\n\r\n")
+    assert b"chunked" not in head, head
+    assert body.decode() == "".join(lines)
 
 
 def test_join_and_leave(server):

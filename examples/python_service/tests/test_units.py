@@ -243,3 +243,48 @@ def test_fd_timer(name, new_loop):
         loop.run_until_complete(main())
     finally:
         loop.close()
+
+
+class FakeTransport:
+    def __init__(self, buffered=0, closing=False):
+        self.buffered, self.closing, self.out = buffered, closing, []
+
+    def is_closing(self):
+        return self.closing
+
+    def get_write_buffer_size(self):
+        return self.buffered
+
+    def write(self, data):
+        self.out.append(data)
+
+
+class FakeResponse:
+    def __init__(self, chunked):
+        self.headers = {"Transfer-Encoding": "chunked"} if chunked else {}
+
+
+def test_token_writer():
+    """The engine's direct write: a chunk per token on HTTP/1.1, the bare
+    line otherwise, the bytes json.dumps makes; declined (the token goes to
+    the queue) past SINK_HIGH buffered bytes, on a closing connection, or
+    before the stream attached it."""
+    import json
+    from decode import _TokenWriter
+    w = _TokenWriter(sse=False)
+    assert w.token(7) == json.dumps({"index": 0, "token": 7}) + "\n"
+    assert not w(8)  # not attached yet
+    t = FakeTransport()
+    w.attach(t, FakeResponse(chunked=True))
+    assert w(9)
+    line = (json.dumps({"index": 1, "token": 9}) + "\n").encode()
+    assert t.out == [b"%x\r\n%s\r\n" % (len(line), line)]
+    t.buffered = _TokenWriter.SINK_HIGH + 1
+    assert not w(10) and len(t.out) == 1 and w.index == 2
+    t.buffered, t.closing = 0, True
+    assert not w(10)
+    s = _TokenWriter(sse=True)
+    t = FakeTransport()
+    s.attach(t, FakeResponse(chunked=False))
+    assert s(3) and t.out == [b'data: {"index": 0, "token": 3}\n\n']
+    assert s.end("length") == 'data: {"done": true, "finish_reason": "length", "tokens": 1}\n\n'
