@@ -12,7 +12,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ SERVICE = os.path.dirname(HERE)
 sys.path.insert(0, SERVICE)
 
 import decode_model  # noqa: E402
+from conftest import raw_http  # noqa: E402
 
 # One BLAS thread: the test measures the service, not OpenBLAS's pool, and
 # the CI machine's cores are shared.
@@ -151,20 +151,11 @@ def test_stream_order_and_completeness(server):
 
 def _raw_generate(url, version, prompt, n):
     """POST /v1/generate over a raw socket; the whole answer's bytes."""
-    host, port = url.rsplit("/", 1)[1].split(":")
     body = json.dumps({"prompt": prompt, "max_tokens": n}).encode()
-    k = socket.create_connection((host, int(port)), timeout=30)
-    k.sendall(b"POST /v1/generate HTTP/%s\r\nHost: x\r\nContent-Type: application/json\r\n"
-              b"Connection: close\r\nContent-Length: %d\r\n\r\n%s"
-              % (version.encode(), len(body), body))
-    got = b""
-    while True:
-        b = k.recv(65536)
-        if not b:
-            break
-        got += b
-    k.close()
-    return got
+    return raw_http(int(url.rsplit(":", 1)[1]),
+                    b"POST /v1/generate HTTP/%s\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s"
+                    % (version.encode(), len(body), body), read_timeout=30)
 
 
 def test_stream_bytes(server):
