@@ -468,7 +468,9 @@ static int read_some(struct http1_conn *c) {
   }
   size_t room = HTTP1_BUF - c->end;
   if (room == 0) {
-    own_answer(c, 431, "request head over 8192 bytes\n");
+    char line[64];
+    snprintf(line, sizeof line, "request head over %d bytes\n", HTTP1_BUF);
+    own_answer(c, 431, line);
     return -1;
   }
   ssize_t n = recv(c->fd, c->buf + c->end, room, 0);
