@@ -1,11 +1,13 @@
 /* twin.h: the blocking twin of examples/inference_server. The same model,
- * flags, batching policy (policy.h), bodies (parse.c), metrics and HTTP
- * library, built the classic way: libmicrohttpd gives every connection a
- * thread (MHD_USE_THREAD_PER_CONNECTION), which parses its request, queues
- * it and sleeps on its job's semaphore; one executor thread per device
- * stream takes batches off the queue and runs them with blocking cudart
- * calls (gpu_enqueue, then cudaStreamSynchronize). What the benchmark
- * measures between the two is therefore the design, not the parts.
+ * flags, batching policy (policy.h), bodies (parse.c) and metrics, built the
+ * classic way: libmicrohttpd gives every connection a thread
+ * (MHD_USE_THREAD_PER_CONNECTION), which parses its request, queues it and
+ * sleeps on its job's semaphore; one executor thread per device stream takes
+ * batches off the queue and runs them with blocking cudart calls
+ * (gpu_enqueue, then cudaStreamSynchronize). What the benchmark measures
+ * between the two is the design: one loop thread with its own HTTP on an
+ * epoll set (the service first used libmicrohttpd too, and a thread per
+ * connection is how that library blocks).
  *
  * No cudaev_* call: the twin runs on NVIDIA's libcudart.so.13 and on ours,
  * whichever LD_LIBRARY_PATH names (it links the library by name, with the
