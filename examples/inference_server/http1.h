@@ -46,10 +46,10 @@ struct http1_conn;
 struct http1_head {
   const char *method; /* "GET", "POST", ... */
   const char *url;
-  int is_head;        /* HEAD: answers carry no body */
-  int has_body;       /* a Content-Length over 0, or a chunked body */
-  int has_length;     /* Content-Length was given ... */
-  uint64_t length;    /* ... and said this */
+  int is_head;     /* HEAD: answers carry no body */
+  int has_body;    /* a Content-Length over 0, or a chunked body */
+  int has_length;  /* Content-Length was given ... */
+  uint64_t length; /* ... and said this */
   struct http1_conn *conn;
 };
 
@@ -74,12 +74,12 @@ struct http1_ops {
 };
 
 struct http1_config {
-  int listen_fd;              /* a listening socket to use (inherited), or -1 ... */
-  const char *host;           /* ... to make one on host:port */
-  int port;                   /* 0: any */
-  int reuse_port;             /* SO_REUSEPORT (several loop threads on one port) */
-  unsigned max_connections;   /* more wait in the listen backlog */
-  unsigned idle_timeout_s;    /* --connection-timeout */
+  int listen_fd;            /* a listening socket to use (inherited), or -1 ... */
+  const char *host;         /* ... to make one on host:port */
+  int port;                 /* 0: any */
+  int reuse_port;           /* SO_REUSEPORT (several loop threads on one port) */
+  unsigned max_connections; /* more wait in the listen backlog */
+  unsigned idle_timeout_s;  /* --connection-timeout */
   unsigned header_deadline_ms;
   unsigned body_deadline_ms;
 };

@@ -262,8 +262,8 @@ static void terminate_head(struct http1_conn *c) {
   for (int i = 0; i < c->nfields; i++) {
     struct http1_field *f = &c->fields[i];
     b[f->name + f->name_len] = 0;
-    while (f->value_len > 0 && (b[f->value + f->value_len - 1] == ' ' ||
-                                b[f->value + f->value_len - 1] == '\t'))
+    while (f->value_len > 0 &&
+           (b[f->value + f->value_len - 1] == ' ' || b[f->value + f->value_len - 1] == '\t'))
       f->value_len--;
     if (f->value_len == 0)
       f->value = UINT32_MAX; /* "" */

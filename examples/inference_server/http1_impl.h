@@ -12,10 +12,10 @@
 
 /* A connection's buffer: a request's head must fit (else 431); bodies
  * stream through it. */
-#define HTTP1_BUF 8192
+#define HTTP1_BUF         8192
 #define HTTP1_MAX_HEADERS 48
 /* How long a close after an answer waits for the client to close first. */
-#define HTTP1_LINGER_MS 2000
+#define HTTP1_LINGER_MS   2000
 
 enum http1_phase {
   PH_IDLE,   /* kept alive, no byte of a next request yet */
@@ -60,7 +60,7 @@ struct http1_conn {
   char *out;
   size_t out_off, out_len, out_cap;
   struct http1_conn *flush_prev, *flush_next; /* in srv->flush */
-  struct http1_conn *prev, *next; /* every open connection, or the graveyard */
+  struct http1_conn *prev, *next;             /* every open connection, or the graveyard */
   char buf[HTTP1_BUF];
 };
 
@@ -72,8 +72,8 @@ struct http1 {
   int listen_fd, epfd, port;
   int accept_ready;   /* the backlog may hold connections not accepted yet */
   int accept_failing; /* accept failed for want of fds or memory (reported once) */
-  ev_io io;         /* the epoll set's fd */
-  ev_timer timer;   /* the earliest deadline of the four lists */
+  ev_io io;           /* the epoll set's fd */
+  ev_timer timer;     /* the earliest deadline of the four lists */
   uint64_t armed_ns;
   struct deadline_fifo heads, bodies, lingers, quiets;
   struct http1_conn *conns;              /* every open connection */

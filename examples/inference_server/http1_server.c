@@ -16,7 +16,7 @@
 #include "http1_impl.h"
 
 #define BACKLOG 4096
-#define EVENTS 64
+#define EVENTS  64
 
 static void free_graveyard(struct http1 *h) {
   while (h->graveyard) {
@@ -115,8 +115,7 @@ static void on_timer(struct ev_loop *evl, ev_timer *w, int revents) {
   uint64_t now = now_ns();
   h->armed_ns = 0;
   while ((it = deadline_fifo_pop_due(&h->heads, now)) != NULL) http1_conn_expired(from_due(it), 0);
-  while ((it = deadline_fifo_pop_due(&h->bodies, now)) != NULL)
-    http1_conn_expired(from_due(it), 0);
+  while ((it = deadline_fifo_pop_due(&h->bodies, now)) != NULL) http1_conn_expired(from_due(it), 0);
   while ((it = deadline_fifo_pop_due(&h->lingers, now)) != NULL)
     http1_conn_expired(from_due(it), 0);
   while ((it = deadline_fifo_pop_due(&h->quiets, now)) != NULL)
@@ -171,12 +170,11 @@ struct http1 *http1_start(struct ev_loop *evl, const struct http1_config *cfg,
     free(h);
     return NULL;
   }
-  if (cfg->listen_fd >= 0)
-    fcntl(h->listen_fd, F_SETFL, fcntl(h->listen_fd, F_GETFL) | O_NONBLOCK);
+  if (cfg->listen_fd >= 0) fcntl(h->listen_fd, F_SETFL, fcntl(h->listen_fd, F_GETFL) | O_NONBLOCK);
   struct sockaddr_in sa;
   socklen_t len = sizeof sa;
-  h->port = getsockname(h->listen_fd, (struct sockaddr *)&sa, &len) == 0 ? ntohs(sa.sin_port)
-                                                                        : cfg->port;
+  h->port =
+      getsockname(h->listen_fd, (struct sockaddr *)&sa, &len) == 0 ? ntohs(sa.sin_port) : cfg->port;
   h->epfd = epoll_create1(EPOLL_CLOEXEC);
   struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = NULL};
   if (h->epfd < 0 || epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->listen_fd, &ev) != 0) {
