@@ -45,11 +45,11 @@ struct http1_conn;
 /* A request's head, valid during on_head. Strings are NUL-terminated. */
 struct http1_head {
   const char *method; /* "GET", "POST", ... */
-  const char *url;
-  int is_head;     /* HEAD: answers carry no body */
-  int has_body;    /* a Content-Length over 0, or a chunked body */
-  int has_length;  /* Content-Length was given ... */
-  uint64_t length; /* ... and said this */
+  const char *url;    /* the path: without its query */
+  int is_head;        /* HEAD: answers carry no body */
+  int has_body;       /* a Content-Length over 0, or a chunked body */
+  int has_length;     /* Content-Length was given ... */
+  uint64_t length;    /* ... and said this */
   struct http1_conn *conn;
 };
 

@@ -259,6 +259,10 @@ static int on_header_value(http_parser *p, const char *at, size_t len) {
 static void terminate_head(struct http1_conn *c) {
   char *b = c->buf + c->base;
   b[c->url_len] = 0;
+  /* The application routes on the path: a query ends it (as libmicrohttpd
+   * hands its access handler the URL without the query). */
+  char *q = memchr(b, '?', c->url_len);
+  if (q) *q = 0;
   for (int i = 0; i < c->nfields; i++) {
     struct http1_field *f = &c->fields[i];
     b[f->name + f->name_len] = 0;
@@ -287,6 +291,12 @@ static int on_headers_complete(http_parser *p) {
   if (!c->has_url) return -1;
   terminate_head(c);
   deadline_item_remove(&c->due);
+  struct http1_head probe = {.conn = c};
+  if (p->http_major == 1 && p->http_minor >= 1 && http1_header(&probe, "Host") == NULL) {
+    /* RFC 9112, 3.2: a server answers 400 to an HTTP/1.1 request without one. */
+    own_answer(c, 400, "bad request: an HTTP/1.1 request without a Host header\n");
+    return 0;
+  }
   int chunked = (p->flags & F_CHUNKED) != 0;
   int has_length = p->content_length != ULLONG_MAX;
   struct http1_head head = {

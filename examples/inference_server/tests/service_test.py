@@ -203,7 +203,8 @@ def read_all(sock, timeout=5.0):
 
 def t_http1(args):
     """The HTTP/1.1 layer: pipelined requests answered in order, inference
-    ones included; HEAD without a body; Expect: 100-continue; HTTP/1.0
+    ones included; a query string does not change the route; HTTP/1.1
+    without Host is a 400; HEAD without a body; Expect: 100-continue; HTTP/1.0
     closes unless asked to keep alive; a head over the buffer or with too
     many fields gets 431; an early 413 while the body still comes is read
     whole, never a reset (the close lingers); a client that half-closes
@@ -279,6 +280,13 @@ def t_http1(args):
                 else:
                     check_answer(s.model, xi, json.loads(b), "pipelined inference")
 
+        got = raw_http(s.port, b"GET /health?probe=1 HTTP/1.1\r\nHost: x\r\n"
+                               b"Connection: close\r\n\r\n")
+        check(got.startswith(b"HTTP/1.1 200") and got.endswith(b"ok\n"),
+              f"a query after the path: {got[-80:]!r}")
+        got = raw_http(s.port, b"GET /health HTTP/1.1\r\n\r\n")
+        check(got.startswith(b"HTTP/1.1 400") and b"Host" in got and b"Connection: close" in got,
+              f"HTTP/1.1 without Host: {got[-120:]!r}")
         got = raw_http(s.port, b"HEAD /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         head, _, rest = got.partition(b"\r\n\r\n")
         check(head.startswith(b"HTTP/1.1 200") and b"Content-Length: 3" in head and rest == b"",
