@@ -41,7 +41,6 @@ enum route {
 
 struct http {
   struct http1 *h;
-  ev_prepare prepare;
 };
 
 static const char TEXT[] = "text/plain; charset=utf-8";
@@ -397,13 +396,6 @@ static const struct http1_ops ops = {
     .on_cut = on_cut,
 };
 
-/* Right before libev blocks: answers made outside a connection's events
- * and not yet sent (a timer's, a drain's) go out. */
-static void on_prepare(struct ev_loop *evl, ev_prepare *w, int revents) {
-  (void)evl, (void)revents;
-  http_kick(w->data);
-}
-
 void http_kick(struct server *s) {
   if (s->http) http1_flush(s->http->h);
 }
@@ -444,9 +436,6 @@ int http_start(struct server *s, int port, char *err, size_t errlen) {
     return -1;
   }
   s->http = h;
-  ev_prepare_init(&h->prepare, on_prepare);
-  h->prepare.data = s;
-  ev_prepare_start(s->evl, &h->prepare);
   return 0;
 }
 
@@ -469,7 +458,6 @@ void http_quiesce(struct server *s, int keep) {
 void http_stop(struct server *s) {
   struct http *h = s->http;
   if (h == NULL) return;
-  ev_prepare_stop(s->evl, &h->prepare);
   http1_stop(h->h); /* every request still open gets its on_done */
   s->http = NULL;
   free(h);

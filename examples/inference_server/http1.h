@@ -109,7 +109,8 @@ void http1_stop(struct http1 *h);
 void http1_answer(struct http1_conn *c, unsigned status, const char *headers, size_t hlen,
                   const char *content_type, const void *body, size_t blen, int close);
 /* Sends the answers given outside the connections' own events (a batch's
- * continuation); a few per loop pass. Returns whether there were any. */
+ * continuation) now; the server also does it right before libev blocks.
+ * Returns whether there were any. */
 int http1_flush(struct http1 *h);
 
 #endif

@@ -1,5 +1,6 @@
-/* One HTTP/1.1 connection (http1.h): reading, parsing with http-parser,
- * the answer's bytes, the deadlines' effects and the close. */
+/* The HTTP/1.1 connections (http1.h): reading, parsing with http-parser,
+ * handing answers out, their deadlines (four lists, one timer) and the
+ * close. */
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -8,7 +9,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "http1_impl.h"
@@ -16,97 +16,6 @@
 /* Below this much room at the buffer's end, what is kept moves to its start
  * before a read. */
 #define MIN_ROOM 1024
-
-static const char *reason_phrase(unsigned status) {
-  switch (status) {
-  case 100: return "Continue";
-  case 200: return "OK";
-  case 400: return "Bad Request";
-  case 404: return "Not Found";
-  case 405: return "Method Not Allowed";
-  case 408: return "Request Timeout";
-  case 413: return "Content Too Large";
-  case 415: return "Unsupported Media Type";
-  case 431: return "Request Header Fields Too Large";
-  case 500: return "Internal Server Error";
-  case 503: return "Service Unavailable";
-  case 504: return "Gateway Timeout";
-  default: return "Unknown";
-  }
-}
-
-/* Decimal digits of v, written backwards from end; returns the first. */
-static char *digits(uint64_t v, char *end) {
-  do *--end = (char)('0' + v % 10);
-  while (v /= 10);
-  return end;
-}
-
-static int reserve(struct http1_conn *c, size_t more) {
-  if (c->out_off == c->out_len) c->out_off = c->out_len = 0;
-  if (c->out_len + more <= c->out_cap) return 0;
-  size_t cap = c->out_cap ? c->out_cap : 1024;
-  while (cap < c->out_len + more) cap *= 2;
-  char *p = realloc(c->out, cap);
-  if (p == NULL) return -1;
-  c->out = p;
-  c->out_cap = cap;
-  return 0;
-}
-
-static void put(struct http1_conn *c, const void *p, size_t n) {
-  memcpy(c->out + c->out_len, p, n);
-  c->out_len += n;
-}
-
-#define PUT_LIT(c, s) put((c), (s), sizeof(s) - 1)
-
-/* "Date: ...\r\n", formatted once a second per server. */
-static const char *date_line(struct http1 *h, size_t *len) {
-  time_t t = time(NULL);
-  if ((long long)t != h->date_at) {
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    h->date_len = strftime(h->date, sizeof h->date, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
-    h->date_at = t;
-  }
-  *len = h->date_len;
-  return h->date;
-}
-
-/* Appends a whole response to out. Returns -1 when out of memory. */
-static int compose(struct http1_conn *c, unsigned status, const char *headers, size_t hlen,
-                   const char *ctype, const void *body, size_t blen, int close, int head_only) {
-  size_t dlen, clen = ctype ? strlen(ctype) : 0;
-  const char *date = date_line(c->srv, &dlen);
-  if (reserve(c, 160 + dlen + clen + hlen + (head_only ? 0 : blen)) != 0) return -1;
-  char num[24], *d;
-  PUT_LIT(c, "HTTP/1.1 ");
-  d = digits(status, num + sizeof num);
-  put(c, d, (size_t)(num + sizeof num - d));
-  put(c, " ", 1);
-  const char *why = reason_phrase(status);
-  put(c, why, strlen(why));
-  PUT_LIT(c, "\r\n");
-  put(c, date, dlen);
-  PUT_LIT(c, "Content-Length: ");
-  d = digits(blen, num + sizeof num);
-  put(c, d, (size_t)(num + sizeof num - d));
-  PUT_LIT(c, "\r\n");
-  if (ctype) {
-    PUT_LIT(c, "Content-Type: ");
-    put(c, ctype, clen);
-    PUT_LIT(c, "\r\n");
-  }
-  if (hlen) put(c, headers, hlen);
-  if (close)
-    PUT_LIT(c, "Connection: close\r\n");
-  else if (c->parser.http_major == 1 && c->parser.http_minor == 0)
-    PUT_LIT(c, "Connection: keep-alive\r\n");
-  PUT_LIT(c, "\r\n");
-  if (!head_only && blen) put(c, body, blen);
-  return 0;
-}
 
 /* Stops the parser where it is (http-parser refuses a parser in error). */
 static void pause_parser(struct http1_conn *c) {
@@ -127,7 +36,7 @@ static void queue_flush(struct http1_conn *c) {
   h->flush_tail = c;
 }
 
-void http1_unqueue(struct http1_conn *c) {
+static void unqueue(struct http1_conn *c) {
   struct http1 *h = c->srv;
   if (!c->queued) return;
   c->queued = 0;
@@ -142,16 +51,82 @@ void http1_unqueue(struct http1_conn *c) {
   c->flush_prev = c->flush_next = NULL;
 }
 
+/* ---- the deadlines: four lists, one timer ---- */
+
+static struct http1_conn *from_due(struct deadline_item *it) {
+  return (struct http1_conn *)((char *)it - offsetof(struct http1_conn, due));
+}
+
+static struct http1_conn *from_quiet(struct deadline_item *it) {
+  return (struct http1_conn *)((char *)it - offsetof(struct http1_conn, quiet));
+}
+
+static void arm(struct http1 *h) {
+  uint64_t at = deadline_fifo_next_due(&h->heads);
+  uint64_t t;
+  if ((t = deadline_fifo_next_due(&h->bodies)) < at) at = t;
+  if ((t = deadline_fifo_next_due(&h->lingers)) < at) at = t;
+  if ((t = deadline_fifo_next_due(&h->quiets)) < at) at = t;
+  if (at == UINT64_MAX || (h->armed_ns != 0 && h->armed_ns <= at)) return;
+  uint64_t now = now_ns();
+  ev_timer_stop(h->evl, &h->timer);
+  /* libev's timers may fire a little early: one that finds nothing due
+   * re-arms for what is left. */
+  ev_timer_set(&h->timer, at > now ? (double)(at - now) * 1e-9 : 0., 0.);
+  ev_timer_start(h->evl, &h->timer);
+  h->armed_ns = at;
+}
+
+static void expire(struct http1_conn *c, int quiet);
+
+static void on_timer(struct ev_loop *evl, ev_timer *w, int revents) {
+  struct http1 *h = w->data;
+  struct deadline_item *it;
+  (void)evl, (void)revents;
+  uint64_t now = now_ns();
+  h->armed_ns = 0;
+  while ((it = deadline_fifo_pop_due(&h->heads, now)) != NULL) expire(from_due(it), 0);
+  while ((it = deadline_fifo_pop_due(&h->bodies, now)) != NULL) expire(from_due(it), 0);
+  while ((it = deadline_fifo_pop_due(&h->lingers, now)) != NULL) expire(from_due(it), 0);
+  while ((it = deadline_fifo_pop_due(&h->quiets, now)) != NULL) expire(from_quiet(it), 1);
+  arm(h);
+  http1_conns_reap(h);
+}
+
+void http1_conns_init(struct http1 *h) {
+  const uint64_t ms = 1000000u;
+  deadline_fifo_init(&h->heads, h->cfg.header_deadline_ms * ms);
+  deadline_fifo_init(&h->bodies, h->cfg.body_deadline_ms * ms);
+  deadline_fifo_init(&h->lingers, HTTP1_LINGER_MS * ms);
+  deadline_fifo_init(&h->quiets, (uint64_t)h->cfg.idle_timeout_s * 1000u * ms);
+  ev_init(&h->timer, on_timer);
+  h->timer.data = h;
+}
+
+void http1_conns_fini(struct http1 *h) {
+  ev_timer_stop(h->evl, &h->timer);
+  http1_conns_reap(h);
+}
+
+void http1_conns_reap(struct http1 *h) {
+  while (h->graveyard) {
+    struct http1_conn *c = h->graveyard;
+    h->graveyard = c->next;
+    free(c->out);
+    free(c);
+  }
+}
+
 /* The client owes bytes (or nothing yet): it is idle-timed from now. */
 static void touch(struct http1_conn *c) {
   deadline_fifo_push(&c->srv->quiets, &c->quiet, now_ns());
-  http1_arm(c->srv);
+  arm(c->srv);
 }
 
 static void enter_due(struct http1_conn *c, enum http1_phase phase, struct deadline_fifo *f) {
   c->phase = phase;
   deadline_fifo_push(f, &c->due, now_ns());
-  http1_arm(c->srv);
+  arm(c->srv);
 }
 
 /* An answer of the connection's own (400, 408, 431): the request, if the
@@ -167,7 +142,8 @@ static void own_answer(struct http1_conn *c, unsigned status, const char *line) 
   deadline_item_remove(&c->due);
   pause_parser(c); /* nothing more is read as requests */
   c->close_after = 1;
-  if (compose(c, status, NULL, 0, "text/plain; charset=utf-8", line, strlen(line), 1, 0) != 0) {
+  if (http1_compose(c, status, NULL, 0, "text/plain; charset=utf-8", line, strlen(line), 1, 0) !=
+      0) {
     http1_conn_close(c);
     return;
   }
@@ -187,7 +163,7 @@ void http1_answer(struct http1_conn *c, unsigned status, const char *headers, si
     pause_parser(c);
   }
   if (!c->keep_alive) close = 1;
-  if (compose(c, status, headers, hlen, ctype, body, blen, close, c->is_head) != 0) {
+  if (http1_compose(c, status, headers, hlen, ctype, body, blen, close, c->is_head) != 0) {
     http1_conn_close(c);
     return;
   }
@@ -329,7 +305,7 @@ static int on_headers_complete(http_parser *p) {
   if (c->in_body && p->http_minor >= 1) {
     const char *expect = http1_header(&head, "Expect");
     if (expect && strcasecmp(expect, "100-continue") == 0) {
-      if (reserve(c, 32) == 0) PUT_LIT(c, "HTTP/1.1 100 Continue\r\n\r\n");
+      http1_compose_continue(c); /* out of memory: the client sends its body anyway */
     }
   }
   return 0;
@@ -389,7 +365,7 @@ void http1_conn_close(struct http1_conn *c) {
   c->dead = 1;
   deadline_item_remove(&c->due);
   deadline_item_remove(&c->quiet);
-  http1_unqueue(c);
+  unqueue(c);
   close(c->fd); /* also leaves the epoll set */
   if (c->prev)
     c->prev->next = c->next;
@@ -407,12 +383,6 @@ void http1_conn_close(struct http1_conn *c) {
     c->req = NULL;
     h->ops->on_done(r, 0);
   }
-  http1_conn_gone(h);
-}
-
-void http1_conn_free(struct http1_conn *c) {
-  free(c->out);
-  free(c);
 }
 
 /* The answer is out: the request is over; the next one, or the close. */
@@ -546,7 +516,7 @@ static void drain(struct http1_conn *c) {
 void http1_conn_serve(struct http1_conn *c) {
   if (c->dead) return;
   c->serving = 1;
-  http1_unqueue(c);
+  unqueue(c);
   while (!c->dead) {
     if (c->out_off < c->out_len && send_out(c) != 0) break;
     if (c->answered) {
@@ -575,7 +545,7 @@ void http1_conn_serve(struct http1_conn *c) {
   c->serving = 0;
 }
 
-void http1_conn_expired(struct http1_conn *c, int quiet) {
+static void expire(struct http1_conn *c, int quiet) {
   if (c->dead) return;
   if (quiet || c->phase == PH_LINGER) {
     http1_conn_close(c);

@@ -1,6 +1,8 @@
 /* http1_impl.h: what http1_server.c (the listening socket, the epoll set,
- * the deadlines' timer) and http1_conn.c (one connection: reading,
- * parsing, answering, closing) share. Not for the application: http1.h. */
+ * the flush), http1_conn.c (the connections: reading, parsing, answering,
+ * their deadlines, closing) and http1_response.c (a response's bytes)
+ * share; the server calls the connections, they call the responses, never
+ * the other way. Not for the application: http1.h. */
 #ifndef INFER_HTTP1_IMPL_H
 #define INFER_HTTP1_IMPL_H
 
@@ -73,6 +75,7 @@ struct http1 {
   int accept_ready;   /* the backlog may hold connections not accepted yet */
   int accept_failing; /* accept failed for want of fds or memory (reported once) */
   ev_io io;           /* the epoll set's fd */
+  ev_prepare prepare; /* http1_flush before libev blocks */
   ev_timer timer;     /* the earliest deadline of the four lists */
   uint64_t armed_ns;
   struct deadline_fifo heads, bodies, lingers, quiets;
@@ -86,26 +89,29 @@ struct http1 {
   unsigned long long events;
 };
 
+/* http1_response.c */
+/* Appends a whole response to c's output: with `close`, Connection: close
+ * (and HTTP/1.0's keep-alive otherwise); `head_only`: no body, its length
+ * still said. Returns -1 when out of memory. */
+int http1_compose(struct http1_conn *c, unsigned status, const char *headers, size_t hlen,
+                  const char *ctype, const void *body, size_t blen, int close, int head_only);
+/* Appends "100 Continue". Returns -1 when out of memory. */
+int http1_compose_continue(struct http1_conn *c);
+
 /* http1_conn.c */
+/* The deadline lists and their timer (started when a list gets an item). */
+void http1_conns_init(struct http1 *h);
+/* Stops the timer and frees the closed connections; after every close. */
+void http1_conns_fini(struct http1 *h);
 /* A new connection on fd (nonblocking): in heads and quiets. NULL when out
  * of memory (the caller closes fd). */
 struct http1_conn *http1_conn_open(struct http1 *h, int fd);
 /* Reads, parses and answers what it can; sends what is pending. */
 void http1_conn_serve(struct http1_conn *c);
-/* A deadline passed: phase tells which (PH_HEAD, PH_BODY, PH_LINGER), or
- * the idle timeout (quiet). */
-void http1_conn_expired(struct http1_conn *c, int quiet);
 /* Closes at once; on_done for a request still open. The memory stays
- * until http1_conn_free (the server frees its graveyard after each event). */
+ * until http1_conns_reap, which the server calls after each event it
+ * handles (a later event of the same epoll_wait may name the connection). */
 void http1_conn_close(struct http1_conn *c);
-void http1_conn_free(struct http1_conn *c);
-/* Takes c out of srv->flush, if it is there. */
-void http1_unqueue(struct http1_conn *c);
-
-/* http1_server.c */
-/* Arms the deadlines' timer for the earliest item, unless it fires by then. */
-void http1_arm(struct http1 *h);
-/* A connection closed: the backlog may be accepted from again. */
-void http1_conn_gone(struct http1 *h);
+void http1_conns_reap(struct http1 *h);
 
 #endif

@@ -1,5 +1,6 @@
 /* The HTTP/1.1 server (http1.h): the listening socket, the connections'
- * epoll set and the one timer for their deadlines. */
+ * epoll set, and sending what answers wait (http1_flush). The connections
+ * and their deadlines are http1_conn.c's; it calls nothing here. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,14 +19,6 @@
 #define BACKLOG 4096
 #define EVENTS  64
 
-static void free_graveyard(struct http1 *h) {
-  while (h->graveyard) {
-    struct http1_conn *c = h->graveyard;
-    h->graveyard = c->next;
-    http1_conn_free(c);
-  }
-}
-
 /* Accepts from the backlog up to the connection limit. */
 static void accept_some(struct http1 *h) {
   while (h->accept_ready && h->listen_fd >= 0 &&
@@ -35,7 +28,7 @@ static void accept_some(struct http1 *h) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
         /* Out of fds or memory: the backlog waits until a connection
-         * closes (http1_conn_gone tries again). */
+         * closes (each event and flush try again while accept_ready). */
         if (!h->accept_failing) fprintf(stderr, "accept: %s\n", strerror(errno));
         h->accept_failing = 1;
         return;
@@ -58,10 +51,6 @@ static void accept_some(struct http1 *h) {
   }
 }
 
-void http1_conn_gone(struct http1 *h) {
-  if (h->accept_ready) accept_some(h);
-}
-
 static void on_io(struct ev_loop *evl, ev_io *w, int revents) {
   struct http1 *h = w->data;
   struct epoll_event ev[EVENTS];
@@ -81,54 +70,23 @@ static void on_io(struct ev_loop *evl, ev_io *w, int revents) {
     if (e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c->rdhup = 1;
     http1_conn_serve(c);
   }
-  free_graveyard(h);
-}
-
-static struct http1_conn *from_due(struct deadline_item *it) {
-  return (struct http1_conn *)((char *)it - offsetof(struct http1_conn, due));
-}
-
-static struct http1_conn *from_quiet(struct deadline_item *it) {
-  return (struct http1_conn *)((char *)it - offsetof(struct http1_conn, quiet));
-}
-
-void http1_arm(struct http1 *h) {
-  uint64_t at = deadline_fifo_next_due(&h->heads);
-  uint64_t t;
-  if ((t = deadline_fifo_next_due(&h->bodies)) < at) at = t;
-  if ((t = deadline_fifo_next_due(&h->lingers)) < at) at = t;
-  if ((t = deadline_fifo_next_due(&h->quiets)) < at) at = t;
-  if (at == UINT64_MAX || (h->armed_ns != 0 && h->armed_ns <= at)) return;
-  uint64_t now = now_ns();
-  ev_timer_stop(h->evl, &h->timer);
-  /* libev's timers may fire a little early: one that finds nothing due
-   * re-arms for what is left. */
-  ev_timer_set(&h->timer, at > now ? (double)(at - now) * 1e-9 : 0., 0.);
-  ev_timer_start(h->evl, &h->timer);
-  h->armed_ns = at;
-}
-
-static void on_timer(struct ev_loop *evl, ev_timer *w, int revents) {
-  struct http1 *h = w->data;
-  struct deadline_item *it;
-  (void)evl, (void)revents;
-  uint64_t now = now_ns();
-  h->armed_ns = 0;
-  while ((it = deadline_fifo_pop_due(&h->heads, now)) != NULL) http1_conn_expired(from_due(it), 0);
-  while ((it = deadline_fifo_pop_due(&h->bodies, now)) != NULL) http1_conn_expired(from_due(it), 0);
-  while ((it = deadline_fifo_pop_due(&h->lingers, now)) != NULL)
-    http1_conn_expired(from_due(it), 0);
-  while ((it = deadline_fifo_pop_due(&h->quiets, now)) != NULL)
-    http1_conn_expired(from_quiet(it), 1);
-  http1_arm(h);
-  free_graveyard(h);
+  http1_conns_reap(h);
+  accept_some(h); /* connections that closed made room under the limit */
 }
 
 int http1_flush(struct http1 *h) {
-  if (h->flush == NULL) return 0;
+  int any = h->flush != NULL;
   while (h->flush) http1_conn_serve(h->flush); /* takes it off the list */
-  free_graveyard(h);
-  return 1;
+  http1_conns_reap(h);
+  accept_some(h); /* a timer's or an answer's close made room under the limit */
+  return any;
+}
+
+/* Right before libev blocks: answers made outside the connections' events
+ * go out, and the backlog gets the room closes made. */
+static void on_prepare(struct ev_loop *evl, ev_prepare *w, int revents) {
+  (void)evl, (void)revents;
+  http1_flush(w->data);
 }
 
 static int make_listener(const struct http1_config *cfg, char *err, size_t errlen) {
@@ -184,15 +142,12 @@ struct http1 *http1_start(struct ev_loop *evl, const struct http1_config *cfg,
     free(h);
     return NULL;
   }
-  const uint64_t ms = 1000000u;
-  deadline_fifo_init(&h->heads, cfg->header_deadline_ms * ms);
-  deadline_fifo_init(&h->bodies, cfg->body_deadline_ms * ms);
-  deadline_fifo_init(&h->lingers, HTTP1_LINGER_MS * ms);
-  deadline_fifo_init(&h->quiets, (uint64_t)cfg->idle_timeout_s * 1000u * ms);
+  http1_conns_init(h);
   ev_io_init(&h->io, on_io, h->epfd, EV_READ);
-  ev_init(&h->timer, on_timer);
-  h->io.data = h->timer.data = h;
+  ev_prepare_init(&h->prepare, on_prepare);
+  h->io.data = h->prepare.data = h;
   ev_io_start(evl, &h->io);
+  ev_prepare_start(evl, &h->prepare);
   return h;
 }
 
@@ -216,10 +171,10 @@ int http1_quiesce(struct http1 *h) {
 void http1_stop(struct http1 *h) {
   if (h == NULL) return;
   ev_io_stop(h->evl, &h->io);
-  ev_timer_stop(h->evl, &h->timer);
+  ev_prepare_stop(h->evl, &h->prepare);
   h->accept_ready = 0;
   while (h->conns) http1_conn_close(h->conns);
-  free_graveyard(h);
+  http1_conns_fini(h);
   close(h->epfd);
   if (h->listen_fd >= 0) close(h->listen_fd);
   free(h);
