@@ -65,7 +65,7 @@ static const char *date_line(struct http1 *h, size_t *len) {
 }
 
 int http1_compose(struct http1_conn *c, unsigned status, const char *headers, size_t hlen,
-                   const char *ctype, const void *body, size_t blen, int close, int head_only) {
+                  const char *ctype, const void *body, size_t blen, int close, int head_only) {
   size_t dlen, clen = ctype ? strlen(ctype) : 0;
   const char *date = date_line(c->srv, &dlen);
   if (reserve(c, 160 + dlen + clen + hlen + (head_only ? 0 : blen)) != 0) return -1;
