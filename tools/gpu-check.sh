@@ -168,7 +168,7 @@ for part in "$@"; do
       LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH SERVE_BUILD_DIR=$build \
         bash bench/serve.sh "$out/serve" >"$logs/serve.txt" 2>&1
       note "serve: exit $?"
-      grep -E '^\*\*|^\| (async|twin)' "$out/serve/serve.md" 2>/dev/null | tee -a "$summary" >/dev/null
+      grep -E '^\*\*|^\| (async|twin|floor)' "$out/serve/serve.md" 2>/dev/null | tee -a "$summary" >/dev/null
       ;;
     nginx)
       # As root nginx runs as nobody (deploy/scale-out.sh), which may not
