@@ -85,11 +85,13 @@ static void on_timer(struct ev_loop *evl, ev_timer *w, int revents) {
   (void)evl, (void)revents;
   uint64_t now = now_ns();
   h->armed_ns = 0;
+  h->depth++;
   while ((it = deadline_fifo_pop_due(&h->heads, now)) != NULL) expire(from_due(it), 0);
   while ((it = deadline_fifo_pop_due(&h->bodies, now)) != NULL) expire(from_due(it), 0);
   while ((it = deadline_fifo_pop_due(&h->lingers, now)) != NULL) expire(from_due(it), 0);
   while ((it = deadline_fifo_pop_due(&h->quiets, now)) != NULL) expire(from_quiet(it), 1);
   arm(h);
+  h->depth--;
   http1_conns_reap(h);
 }
 
@@ -109,6 +111,7 @@ void http1_conns_fini(struct http1 *h) {
 }
 
 void http1_conns_reap(struct http1 *h) {
+  if (h->depth > 0) return;
   while (h->graveyard) {
     struct http1_conn *c = h->graveyard;
     h->graveyard = c->next;

@@ -82,7 +82,8 @@ struct http1 {
   struct http1_conn *conns;              /* every open connection */
   struct http1_conn *flush, *flush_tail; /* answered outside their own events */
   struct http1_conn *graveyard;          /* closed, freed after the event at hand */
-  char date[64];                         /* "Date: ...\r\n" of date_at */
+  int depth;     /* event handlers running (an answer's callback may flush inside one) */
+  char date[64]; /* "Date: ...\r\n" of date_at */
   size_t date_len;
   long long date_at;
   atomic_uint nconn;
@@ -112,6 +113,8 @@ void http1_conn_serve(struct http1_conn *c);
  * until http1_conns_reap, which the server calls after each event it
  * handles (a later event of the same epoll_wait may name the connection). */
 void http1_conn_close(struct http1_conn *c);
+/* Frees the closed connections, unless an event handler is still running
+ * (h->depth > 0: the outermost one reaps when it ends). */
 void http1_conns_reap(struct http1 *h);
 
 #endif

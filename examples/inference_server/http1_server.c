@@ -57,6 +57,7 @@ static void on_io(struct ev_loop *evl, ev_io *w, int revents) {
   (void)evl, (void)revents;
   int n = epoll_wait(h->epfd, ev, EVENTS, 0);
   h->events++;
+  h->depth++;
   for (int i = 0; i < n; i++) {
     struct http1_conn *c = ev[i].data.ptr;
     if (c == NULL) {
@@ -70,13 +71,16 @@ static void on_io(struct ev_loop *evl, ev_io *w, int revents) {
     if (e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) c->rdhup = 1;
     http1_conn_serve(c);
   }
+  h->depth--;
   http1_conns_reap(h);
   accept_some(h); /* connections that closed made room under the limit */
 }
 
 int http1_flush(struct http1 *h) {
   int any = h->flush != NULL;
+  h->depth++;
   while (h->flush) http1_conn_serve(h->flush); /* takes it off the list */
+  h->depth--;
   http1_conns_reap(h);
   accept_some(h); /* a timer's or an answer's close made room under the limit */
   return any;
