@@ -406,7 +406,7 @@ static void finish_request(struct http1_conn *c) {
   }
   c->phase = PH_IDLE;
   touch(c);
-  http_parser_pause(&c->parser, 0);
+  http_parser_pause(&c->parser, 0); /* paused at the message's end (never in error here) */
 }
 
 /* Sends what is pending. Returns 0 when all of it went, else -1 (the
@@ -484,7 +484,15 @@ static void parse(struct http1_conn *c) {
   if (c->dead) return;
   c->start += n;
   enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
-  if (e == HPE_PAUSED || c->answered) return;
+  if (e == HPE_PAUSED) return;
+  if (e != HPE_OK && c->answered) {
+    /* Answered from its head, and what followed does not parse (http-parser
+     * judges Transfer-Encoding after the head's callback): the answer goes
+     * out, and nothing after it is read as a request. */
+    c->close_after = 1;
+    return;
+  }
+  if (c->answered) return;
   if (e != HPE_OK) {
     char line[160];
     snprintf(line, sizeof line, "bad request: %s\n", http_errno_description(e));

@@ -208,8 +208,9 @@ def t_http1(args):
     closes unless asked to keep alive; a head over the buffer or with too
     many fields gets 431; an early 413 while the body still comes is read
     whole, never a reset (the close lingers); a client that half-closes
-    after its request still gets its answer; one that leaves mid-request
-    costs nothing (the fds come back)."""
+    after its request still gets its answer; 300 mutated requests leave the
+    service answering correctly; one that leaves mid-request costs nothing
+    (the fds come back)."""
     with Server(args, ["--max-body", "4096"]) as s:
         n = s.model.inputs
         pid = s.proc.pid
@@ -335,6 +336,43 @@ def t_http1(args):
             k.close()
             check(got.startswith(b"HTTP/1.1 413") and b"Connection: close" in got and
                   b"<reset>" not in got, f"early 413: {got[-60:]!r}")
+
+        # Answered from its head (415), then a Transfer-Encoding that
+        # http-parser refuses only after the head: the 415, the close, and
+        # the service still up. Then 300 mutated requests (a fixed seed):
+        # whatever they get, the service answers correctly after them.
+        got = raw_http(s.port, b"POST /v1/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+                               b"c?hunked\r\nContent-Type: text/x\r\n\r\n5\r\n[0.1,\r\n0\r\n\r\n")
+        check(got.startswith(b"HTTP/1.1 415"), f"415 then a refused Transfer-Encoding: {got[:80]!r}")
+        frng = random.Random(7)
+        seeds = [post, health, b"POST /v1/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+                 b"chunked\r\nContent-Type: application/json\r\n\r\n5\r\n[0.1,\r\n0\r\n\r\n",
+                 b"GET /metrics HTTP/1.1\r\nHost: y\r\nExpect: 100-continue\r\n"
+                 b"Content-Length: 3\r\n\r\nabc", b"HEAD /health HTTP/1.0\r\n\r\n"]
+        for _ in range(300):
+            data = bytearray(b"".join(frng.choice(seeds) for _ in range(frng.randrange(1, 4))))
+            for _ in range(frng.randrange(1, 8)):
+                i = frng.randrange(len(data) + 1)
+                op = frng.randrange(4)
+                if op == 0 and i < len(data):
+                    data[i] = frng.randrange(256)
+                elif op == 1:
+                    data[i:i] = bytes(frng.randrange(256) for _ in range(frng.randrange(1, 20)))
+                elif op == 2:
+                    del data[i:i + frng.randrange(1, 20)]
+                else:
+                    data[i:i] = frng.choice([b"\r\n", b":", b" ", b"\r\n\r\n", b"\x00", b"?",
+                                             b"Transfer-Encoding: chunked\r\n",
+                                             b"Content-Length: 99999999999999999999\r\n"])
+            k = socket.create_connection(("127.0.0.1", s.port), timeout=5 * SLOW)
+            k.sendall(bytes(data))
+            if frng.random() < 0.5:
+                k.shutdown(socket.SHUT_WR)
+            read_all(k, 0.3)
+            k.close()
+        st, _, y, _, _ = s.infer(x)
+        check(st == 200, f"served after 300 mutated requests: {st}")
+        check_answer(s.model, x, y, "after 300 mutated requests")
 
         # Clients that leave: mid-head, mid-body, and with an inference
         # request in flight.
