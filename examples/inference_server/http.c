@@ -27,8 +27,7 @@
 enum {
   RQ_BODY,     /* reading the body */
   RQ_WAITING,  /* queued or in a batch */
-  RQ_ANSWERED, /* answer handed to the connection */
-  RQ_CUT,      /* its connection missed a deadline and was cut */
+  RQ_ANSWERED, /* answer handed to the connection, or cut at a deadline */
 };
 
 /* The labels of /metrics' other requests (infer_other_requests_total). */
@@ -62,7 +61,6 @@ static void answer(struct request *r, unsigned status, const char *headers, size
   ev_timer_stop(s->evl, &r->deadline);
   batch_forget(s, r);
   if (r->state == RQ_WAITING) s->waiting--;
-  r->status = status;
   r->state = RQ_ANSWERED;
   count_answer(r, status);
   http1_answer(r->conn, status, headers, hlen, ctype, body, blen, s->draining);
@@ -79,20 +77,11 @@ void request_answer_error(struct request *r, unsigned status, const char *reason
   answer_text(r, status, NULL, 0, line);
 }
 
-/* Decimal digits of v in buf (24 bytes): four header values per answer,
- * where snprintf's parsing of its format showed in profiles. */
-static const char *utoa(uint64_t v, char *buf) {
-  char *p = buf + 23;
-  *p = 0;
-  do *--p = (char)('0' + v % 10);
-  while (v /= 10);
-  return p;
-}
-
+/* "Name: v\r\n" at `at`; returns its length. */
 static size_t put_header(char *at, const char *name, uint64_t v) {
   char num[24];
-  const char *d = utoa(v, num);
-  size_t n = strlen(name), m = strlen(d);
+  const char *d = format_uint(v, num + sizeof num);
+  size_t n = strlen(name), m = (size_t)(num + sizeof num - d);
   memcpy(at, name, n);
   memcpy(at + n, d, m);
   memcpy(at + n + m, "\r\n", 2);
@@ -385,7 +374,6 @@ static void on_cut(void *req, enum metrics_phase phase, void *user) {
   metrics_timeout(s->metrics, phase);
   if (r == NULL) return;
   count_answer(r, 408);
-  r->state = RQ_CUT;
 }
 
 static const struct http1_ops ops = {

@@ -83,7 +83,7 @@ static void on_timer(struct ev_loop *evl, ev_timer *w, int revents) {
   struct http1 *h = w->data;
   struct deadline_item *it;
   (void)evl, (void)revents;
-  uint64_t now = now_ns();
+  uint64_t now = h->now = now_ns();
   h->armed_ns = 0;
   h->depth++;
   while ((it = deadline_fifo_pop_due(&h->heads, now)) != NULL) expire(from_due(it), 0);
@@ -122,13 +122,13 @@ void http1_conns_reap(struct http1 *h) {
 
 /* The client owes bytes (or nothing yet): it is idle-timed from now. */
 static void touch(struct http1_conn *c) {
-  deadline_fifo_push(&c->srv->quiets, &c->quiet, now_ns());
+  deadline_fifo_push(&c->srv->quiets, &c->quiet, c->srv->now);
   arm(c->srv);
 }
 
 static void enter_due(struct http1_conn *c, enum http1_phase phase, struct deadline_fifo *f) {
   c->phase = phase;
-  deadline_fifo_push(f, &c->due, now_ns());
+  deadline_fifo_push(f, &c->due, c->srv->now);
   arm(c->srv);
 }
 

@@ -82,7 +82,10 @@ struct http1 {
   struct http1_conn *conns;              /* every open connection */
   struct http1_conn *flush, *flush_tail; /* answered outside their own events */
   struct http1_conn *graveyard;          /* closed, freed after the event at hand */
-  int depth;     /* event handlers running (an answer's callback may flush inside one) */
+  int depth; /* event handlers running (an answer's callback may flush inside one) */
+  /* now_ns() at the start of the event being handled: one clock read for
+   * all the deadlines it pushes (they are milliseconds long). */
+  uint64_t now;
   char date[64]; /* "Date: ...\r\n" of date_at */
   size_t date_len;
   long long date_at;

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "http1_impl.h"
+#include "parse.h"
 
 static const char *reason_phrase(unsigned status) {
   switch (status) {
@@ -23,13 +24,6 @@ static const char *reason_phrase(unsigned status) {
   case 504: return "Gateway Timeout";
   default: return "Unknown";
   }
-}
-
-/* Decimal digits of v, written backwards from end; returns the first. */
-static char *digits(uint64_t v, char *end) {
-  do *--end = (char)('0' + v % 10);
-  while (v /= 10);
-  return end;
 }
 
 static int reserve(struct http1_conn *c, size_t more) {
@@ -71,7 +65,7 @@ int http1_compose(struct http1_conn *c, unsigned status, const char *headers, si
   if (reserve(c, 160 + dlen + clen + hlen + (head_only ? 0 : blen)) != 0) return -1;
   char num[24], *d;
   PUT_LIT(c, "HTTP/1.1 ");
-  d = digits(status, num + sizeof num);
+  d = format_uint(status, num + sizeof num);
   put(c, d, (size_t)(num + sizeof num - d));
   put(c, " ", 1);
   const char *why = reason_phrase(status);
@@ -79,7 +73,7 @@ int http1_compose(struct http1_conn *c, unsigned status, const char *headers, si
   PUT_LIT(c, "\r\n");
   put(c, date, dlen);
   PUT_LIT(c, "Content-Length: ");
-  d = digits(blen, num + sizeof num);
+  d = format_uint(blen, num + sizeof num);
   put(c, d, (size_t)(num + sizeof num - d));
   PUT_LIT(c, "\r\n");
   if (ctype) {

@@ -57,6 +57,7 @@ static void on_io(struct ev_loop *evl, ev_io *w, int revents) {
   (void)evl, (void)revents;
   int n = epoll_wait(h->epfd, ev, EVENTS, 0);
   h->events++;
+  h->now = now_ns();
   h->depth++;
   for (int i = 0; i < n; i++) {
     struct http1_conn *c = ev[i].data.ptr;
@@ -78,6 +79,7 @@ static void on_io(struct ev_loop *evl, ev_io *w, int revents) {
 
 int http1_flush(struct http1 *h) {
   int any = h->flush != NULL;
+  h->now = now_ns();
   h->depth++;
   while (h->flush) http1_conn_serve(h->flush); /* takes it off the list */
   h->depth--;

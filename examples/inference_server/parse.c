@@ -314,3 +314,9 @@ int format_json_floats(const float *v, int n, char *buf, size_t cap) {
   buf[at] = 0;
   return (int)at;
 }
+
+char *format_uint(uint64_t v, char *end) {
+  do *--end = (char)('0' + v % 10);
+  while (v /= 10);
+  return end;
+}

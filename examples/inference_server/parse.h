@@ -13,6 +13,7 @@
 #define INFER_PARSE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum body_kind {
   BODY_JSON,
@@ -43,6 +44,12 @@ int format_json_floats(const float *v, int n, char *buf, size_t cap);
  * common magnitudes). Returns the length without the NUL; >= cap when cap
  * is too small. */
 int format_float_g9(float f, char *buf, size_t cap);
+
+/* The decimal digits of v, written so that they end right before `end`
+ * (20 bytes before it suffice; no NUL). Returns the first digit. Response
+ * headers format their numbers with it, where snprintf's parsing of its
+ * format showed in profiles. */
+char *format_uint(uint64_t v, char *end);
 
 /* A size for format_json_floats that always suffices. */
 static inline size_t format_json_max(int n) { return (size_t)n * 17 + 4; }

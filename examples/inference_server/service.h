@@ -137,7 +137,6 @@ struct request {
   struct request *qprev, *qnext; /* batch queue */
   struct slot *slot;             /* in flight: its row */
   int row;
-  unsigned status; /* the answer, once made */
 };
 
 struct batcher {

@@ -99,6 +99,16 @@ Test(parse, format_round_trip) {
 /* The formatter's fast path must print what snprintf prints, byte for
  * byte, and the parser's what strtof reads: a sweep over every float bit
  * pattern in steps (every binade, both signs, the fast paths' edges). */
+Test(parse, format_uint) {
+  char buf[24], *end = buf + sizeof buf;
+  char *d = format_uint(0, end);
+  cr_expect(end - d == 1 && d[0] == '0');
+  d = format_uint(1234567890u, end);
+  cr_expect(end - d == 10 && memcmp(d, "1234567890", 10) == 0);
+  d = format_uint(UINT64_MAX, end);
+  cr_expect(end - d == 20 && memcmp(d, "18446744073709551615", 20) == 0);
+}
+
 Test(parse, float_paths_equal_libc) {
   char a[64], b[64], js[80], err[64];
   unsigned long bad = 0, n = 0;
