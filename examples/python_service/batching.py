@@ -297,7 +297,8 @@ class Batcher:
         return (self.open_connections is not None
                 and len(self.queue) + self.inflight_rows >= self.open_connections())
 
-    def _batch_over(self, n):
+    def _batch_over(self, task, n):
+        self.inflight.discard(task)
         self.inflight_rows -= n
 
     def dispatch(self):
@@ -313,8 +314,7 @@ class Batcher:
             task = self.loop.create_task(self._run(slot, rows))
             self.inflight.add(task)
             self.inflight_rows += len(rows)
-            task.add_done_callback(self.inflight.discard)
-            task.add_done_callback(lambda _t, n=len(rows): self._batch_over(n))
+            task.add_done_callback(lambda t, n=len(rows): self._batch_over(t, n))
         if not self.queue:
             self.timer.cancel()
 
