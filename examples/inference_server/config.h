@@ -33,7 +33,8 @@ struct config {
   int loop_spin_us; /* cudaev_loop_set_spin; -1: the library's default */
   int loop_threads; /* the service's event-loop threads */
   int fault_injection;
-  int eager_batch; /* policy.h's eager: a partial batch leaves when no request can come */
+  int eager_batch;   /* policy.h's eager: a partial batch leaves when no request can come */
+  int rx_timestamps; /* kernel receive timestamps: infer_socket_wait_seconds */
 };
 
 /* Fills c from argv. Returns -1 to go on, else the exit code: 0 after

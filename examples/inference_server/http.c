@@ -341,6 +341,7 @@ static void *on_head(const struct http1_head *h, void *user) {
   r->srv = s;
   r->conn = h->conn;
   r->arrival_ns = now_ns();
+  if (infer && s->cfg->rx_timestamps) metrics_socket_wait(s->metrics, h->socket_wait_ns);
   ev_timer_init(&r->deadline, on_deadline, s->cfg->deadline_ms * 1e-3, 0.);
   r->deadline.data = r;
   atomic_fetch_add(&s->metrics->active_requests, 1);
@@ -417,6 +418,7 @@ int http_start(struct server *s, int port, char *err, size_t errlen) {
       .idle_timeout_s = s->cfg->connection_timeout_s,
       .header_deadline_ms = s->cfg->header_deadline_ms,
       .body_deadline_ms = s->cfg->body_deadline_ms,
+      .rx_timestamps = s->cfg->rx_timestamps,
   };
   h->h = http1_start(s->evl, &c, &ops, s, err, errlen);
   if (h->h == NULL) {

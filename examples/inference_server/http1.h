@@ -50,6 +50,10 @@ struct http1_head {
   int has_body;       /* a Content-Length over 0, or a chunked body */
   int has_length;     /* Content-Length was given ... */
   uint64_t length;    /* ... and said this */
+  /* With http1_config.rx_timestamps: how long the bytes of the read that
+   * brought the request's start had waited in the socket (the kernel's
+   * receive time to the read); 0 otherwise. */
+  uint64_t socket_wait_ns;
   struct http1_conn *conn;
 };
 
@@ -82,6 +86,7 @@ struct http1_config {
   unsigned idle_timeout_s;  /* --connection-timeout */
   unsigned header_deadline_ms;
   unsigned body_deadline_ms;
+  int rx_timestamps; /* SO_TIMESTAMPNS on each connection: http1_head.socket_wait_ns */
 };
 
 /* Starts listening and serving on `evl`. Returns the server, or NULL with a

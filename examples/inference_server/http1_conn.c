@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http1_impl.h"
@@ -181,6 +183,7 @@ static struct http1_conn *of(http_parser *p) { return p->data; }
 
 static int on_message_begin(http_parser *p) {
   struct http1_conn *c = of(p);
+  c->msg_wait_ns = c->read_wait_ns;
   c->has_url = 0;
   c->nfields = 0;
   c->field_open = 0;
@@ -285,6 +288,7 @@ static int on_headers_complete(http_parser *p) {
       .has_body = chunked || (has_length && p->content_length > 0),
       .has_length = has_length && !chunked,
       .length = has_length ? p->content_length : 0,
+      .socket_wait_ns = c->msg_wait_ns,
       .conn = c,
   };
   c->keep_alive = http_should_keep_alive(p) && !p->upgrade;
@@ -436,6 +440,31 @@ static size_t keep_from(const struct http1_conn *c) {
   return c->phase == PH_HEAD && c->has_url ? c->base : c->start;
 }
 
+/* recv() with the kernel's receive time of the bytes read (SO_TIMESTAMPNS,
+ * set at accept: the oldest segment's, in CLOCK_REALTIME): how long they
+ * waited in the socket goes to read_wait_ns (0 when none came with them). */
+static ssize_t recv_stamped(struct http1_conn *c, size_t room) {
+  struct iovec iov = {.iov_base = c->buf + c->end, .iov_len = room};
+  union {
+    char buf[CMSG_SPACE(sizeof(struct timespec))];
+    struct cmsghdr align;
+  } ctl;
+  struct msghdr msg = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+  ssize_t n = recvmsg(c->fd, &msg, 0);
+  if (n <= 0) return n;
+  c->read_wait_ns = 0;
+  for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS) continue;
+    struct timespec at, now;
+    memcpy(&at, CMSG_DATA(cm), sizeof at);
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t d = ((int64_t)now.tv_sec - at.tv_sec) * 1000000000 + (now.tv_nsec - at.tv_nsec);
+    c->read_wait_ns = d > 0 ? (uint64_t)d : 0; /* the clock may step back */
+  }
+  return n;
+}
+
 /* Reads once. Returns 0, or -1 when the connection closed or the head
  * outgrew the buffer (answered 431). */
 static int read_some(struct http1_conn *c) {
@@ -456,7 +485,8 @@ static int read_some(struct http1_conn *c) {
     own_answer(c, 431, line);
     return -1;
   }
-  ssize_t n = recv(c->fd, c->buf + c->end, room, 0);
+  ssize_t n =
+      c->srv->cfg.rx_timestamps ? recv_stamped(c, room) : recv(c->fd, c->buf + c->end, room, 0);
   if (n > 0) {
     c->end += (size_t)n;
     /* A short read emptied the socket: the next bytes bring an edge. Not

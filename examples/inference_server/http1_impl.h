@@ -58,6 +58,9 @@ struct http1_conn {
   struct http1_field fields[HTTP1_MAX_HEADERS];
   /* Bytes read and not yet parsed: buf[start, end). */
   size_t start, end;
+  /* With rx_timestamps: how long the last read's bytes had waited in the
+   * socket, and that of the read before the request now parsed began. */
+  uint64_t read_wait_ns, msg_wait_ns;
   /* Bytes to send: out[off, len). */
   char *out;
   size_t out_off, out_len, out_cap;

@@ -39,6 +39,7 @@ static void accept_some(struct http1 *h) {
     h->accept_failing = 0;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (h->cfg.rx_timestamps) setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
     struct http1_conn *c = http1_conn_open(h, fd);
     if (c == NULL) {
       close(fd);

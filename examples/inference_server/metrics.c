@@ -99,6 +99,12 @@ void metrics_init(struct metrics *m, int max_batch) {
             "Device time of one batch (copies in, the MLP, copy out).", 1e-9, gpu,
             (int)(sizeof gpu / sizeof gpu[0]));
   hist_init(&m->batch, "infer_batch_size", "Requests per batch sent to a device.", 1, sizes, ns);
+  static const double wait[] = {10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3,
+                                5e-3,  10e-3, 25e-3, 50e-3,  100e-3, 250e-3, 1,    10};
+  hist_init(&m->socket_wait, "infer_socket_wait_seconds",
+            "Time an inference request's first bytes waited in its socket before the service "
+            "read them (the kernel's receive timestamp to the read; --rx-timestamps).",
+            1e-9, wait, (int)(sizeof wait / sizeof wait[0]));
 }
 
 static int code_index(unsigned code) {
@@ -110,6 +116,10 @@ static int code_index(unsigned code) {
 void metrics_request(struct metrics *m, unsigned code, uint64_t latency_ns) {
   atomic_fetch_add_explicit(&m->requests[code_index(code)], 1, memory_order_relaxed);
   hist_observe(&m->latency, latency_ns);
+}
+
+void metrics_socket_wait(struct metrics *m, uint64_t wait_ns) {
+  hist_observe(&m->socket_wait, wait_ns);
 }
 
 void metrics_other(struct metrics *m, enum metrics_path path, unsigned code) {
@@ -201,6 +211,8 @@ void metrics_render(struct metrics *m, struct strbuf *b) {
     sb_printf(b, "infer_http_timeouts_total{phase=\"%s\"} %llu\n", phases[p],
               (unsigned long long)atomic_load_explicit(&m->timeouts[p], memory_order_relaxed));
   hist_render(&m->latency, b);
+  if (atomic_load_explicit(&m->socket_wait.count, memory_order_relaxed))
+    hist_render(&m->socket_wait, b);
   hist_render(&m->batch, b);
   hist_render(&m->gpu, b);
   sb_printf(b,

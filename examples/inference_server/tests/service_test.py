@@ -110,6 +110,48 @@ def t_endpoints(args):
         s.stop()
 
 
+def t_rx_timestamps(args):
+    """--rx-timestamps: how long each inference request waited in its socket,
+    from the kernel's receive timestamps; a request sent while the service
+    is stopped (SIGSTOP) shows the stop. Without the flag, no such metric."""
+    with Server(args, []) as s:
+        s.infer(rand_input(s.model, random.Random(1)))
+        check("infer_socket_wait_seconds_count" not in s.metrics(), "no socket wait by default")
+        s.stop()
+    with Server(args, ["--rx-timestamps"]) as s:
+        rng = random.Random(2)
+        c = s.conn()
+        for i in range(10):
+            x = rand_input(s.model, rng)
+            st, _, y, _, _ = s.infer(x, conn=c)
+            check(st == 200, f"request {i}: {st}")
+            check_answer(s.model, x, y, f"request {i}")
+        # One request written while every thread of the service is stopped:
+        # its bytes wait in the socket until SIGCONT.
+        x = rand_input(s.model, rng)
+        os.kill(s.proc.pid, signal.SIGSTOP)
+        try:
+            c.request("POST", "/v1/infer", body=json.dumps(x),
+                      headers={"Content-Type": "application/json"})
+            time.sleep(0.4)
+        finally:
+            os.kill(s.proc.pid, signal.SIGCONT)
+        r = c.getresponse()
+        y = json.loads(r.read())
+        check(r.status == 200, f"the stopped request: {r.status}")
+        check_answer(s.model, x, y, "the stopped request")
+        c.close()
+        m = s.metrics()
+        check(m.get("infer_socket_wait_seconds_count") == 11,
+              f"11 waits counted, not {m.get('infer_socket_wait_seconds_count')}")
+        fast = m['infer_socket_wait_seconds_bucket{le="0.25"}']
+        check(fast == 10, f"10 requests read within 250 ms, not {fast}")
+        check(m['infer_socket_wait_seconds_bucket{le="1"}'] == 11,
+              "the stopped request waited 0.25-1 s")
+        check(0.4 <= m["infer_socket_wait_seconds_sum"] < 1 + 10 * 0.25, "the waits' sum")
+        s.stop()
+
+
 def t_batching(args):
     """A full batch leaves at once; a partial one after the window; each
     answer is its own row of its batch."""
@@ -824,7 +866,7 @@ def t_gpu_soak(args):
         s.stop()
 
 
-CPU_TESTS = [t_usage, t_weights, t_endpoints, t_bad_requests, t_http1, t_batching, t_eager_batch,
+CPU_TESTS = [t_usage, t_weights, t_endpoints, t_rx_timestamps, t_bad_requests, t_http1, t_batching, t_eager_batch,
              t_load, t_multi_device, t_deadline, t_queue_full, t_fault, t_restart, t_drain,
              t_drain_timeout, t_limits, t_slow_clients, t_cloexec, t_loop_threads, t_soak_faults]
 TWIN_TESTS = [t_usage, t_endpoints, t_bad_requests, t_batching, t_eager_batch, t_load,
