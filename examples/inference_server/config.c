@@ -76,11 +76,12 @@ static void usage(const struct config *c, FILE *f) {
           "                          before the rest get 503 (default 10)\n"
           "\n"
           "Diagnostics, testing and help:\n"
-          "      --rx-timestamps     ask the kernel for each read's arrival time\n"
-          "                          (SO_TIMESTAMPNS) and report how long requests\n"
-          "                          waited in their socket before the service read\n"
-          "                          them: infer_socket_wait_seconds in /metrics\n"
-          "                          (the blocking twin ignores it)\n"
+          "      --socket-timing     time inference requests in their sockets:\n"
+          "                          infer_socket_wait_seconds (arrival, by the\n"
+          "                          kernel's receive timestamp, SO_TIMESTAMPNS, to\n"
+          "                          the read) and infer_send_wait_seconds (answer\n"
+          "                          ready to written) in /metrics (the blocking twin\n"
+          "                          ignores it)\n"
           "      --fault-injection   a request with the header X-Inject-Fault: 1 makes its\n"
           "                          batch fault on the device (an illegal address write);\n"
           "                          cpu backend: X-Inject-Fault: sticky makes the fault\n"
@@ -134,7 +135,7 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       {"header-deadline-ms", required_argument, NULL, 21},
       {"body-deadline-ms", required_argument, NULL, 22},
       {"eager-batch", no_argument, NULL, 23},
-      {"rx-timestamps", no_argument, NULL, 24},
+      {"socket-timing", no_argument, NULL, 24},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {0},
@@ -210,7 +211,7 @@ int config_parse(struct config *c, const char *prog, const char *what, int argc,
       break;
     case 9: c->devices = optarg; break;
     case 23: c->eager_batch = 1; break;
-    case 24: c->rx_timestamps = 1; break;
+    case 24: c->socket_timing = 1; break;
     case 10:
       if (number(name, optarg, 1, 16, &v)) return 2;
       c->cpu_devices = (int)v;

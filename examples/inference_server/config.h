@@ -34,7 +34,7 @@ struct config {
   int loop_threads; /* the service's event-loop threads */
   int fault_injection;
   int eager_batch;   /* policy.h's eager: a partial batch leaves when no request can come */
-  int rx_timestamps; /* kernel receive timestamps: infer_socket_wait_seconds */
+  int socket_timing; /* infer_socket_wait_seconds, infer_send_wait_seconds */
 };
 
 /* Fills c from argv. Returns -1 to go on, else the exit code: 0 after

@@ -47,9 +47,11 @@ static const char TEXT[] = "text/plain; charset=utf-8";
 /* Inference requests and the rest are counted apart. */
 static void count_answer(struct request *r, unsigned status) {
   struct server *s = r->srv;
-  if (r->infer)
-    metrics_request(s->metrics, status, now_ns() - r->arrival_ns);
-  else
+  if (r->infer) {
+    uint64_t now = now_ns();
+    metrics_request(s->metrics, status, now - r->arrival_ns);
+    if (s->cfg->socket_timing) r->ready_ns = now;
+  } else
     metrics_other(s->metrics, (enum metrics_path)r->route, status);
   atomic_fetch_add_explicit(&s->answers, 1, memory_order_relaxed);
 }
@@ -341,7 +343,7 @@ static void *on_head(const struct http1_head *h, void *user) {
   r->srv = s;
   r->conn = h->conn;
   r->arrival_ns = now_ns();
-  if (infer && s->cfg->rx_timestamps) metrics_socket_wait(s->metrics, h->socket_wait_ns);
+  if (infer && s->cfg->socket_timing) metrics_socket_wait(s->metrics, h->socket_wait_ns);
   ev_timer_init(&r->deadline, on_deadline, s->cfg->deadline_ms * 1e-3, 0.);
   r->deadline.data = r;
   atomic_fetch_add(&s->metrics->active_requests, 1);
@@ -356,7 +358,7 @@ static void *on_head(const struct http1_head *h, void *user) {
 static void on_done(void *req, int sent) {
   struct request *r = req;
   struct server *s = r->srv;
-  (void)sent;
+  if (sent && r->ready_ns) metrics_send_wait(s->metrics, now_ns() - r->ready_ns);
   ev_timer_stop(s->evl, &r->deadline);
   batch_forget(s, r);
   if (r->state == RQ_WAITING) s->waiting--;
@@ -418,7 +420,7 @@ int http_start(struct server *s, int port, char *err, size_t errlen) {
       .idle_timeout_s = s->cfg->connection_timeout_s,
       .header_deadline_ms = s->cfg->header_deadline_ms,
       .body_deadline_ms = s->cfg->body_deadline_ms,
-      .rx_timestamps = s->cfg->rx_timestamps,
+      .rx_timestamps = s->cfg->socket_timing,
   };
   h->h = http1_start(s->evl, &c, &ops, s, err, errlen);
   if (h->h == NULL) {

@@ -103,7 +103,11 @@ void metrics_init(struct metrics *m, int max_batch) {
                                 5e-3,  10e-3, 25e-3, 50e-3,  100e-3, 250e-3, 1,    10};
   hist_init(&m->socket_wait, "infer_socket_wait_seconds",
             "Time an inference request's first bytes waited in its socket before the service "
-            "read them (the kernel's receive timestamp to the read; --rx-timestamps).",
+            "read them (the kernel's receive timestamp to the read; --socket-timing).",
+            1e-9, wait, (int)(sizeof wait / sizeof wait[0]));
+  hist_init(&m->send_wait, "infer_send_wait_seconds",
+            "Time from an inference request's answer being ready to its being written to the "
+            "socket (--socket-timing).",
             1e-9, wait, (int)(sizeof wait / sizeof wait[0]));
 }
 
@@ -120,6 +124,10 @@ void metrics_request(struct metrics *m, unsigned code, uint64_t latency_ns) {
 
 void metrics_socket_wait(struct metrics *m, uint64_t wait_ns) {
   hist_observe(&m->socket_wait, wait_ns);
+}
+
+void metrics_send_wait(struct metrics *m, uint64_t wait_ns) {
+  hist_observe(&m->send_wait, wait_ns);
 }
 
 void metrics_other(struct metrics *m, enum metrics_path path, unsigned code) {
@@ -213,6 +221,8 @@ void metrics_render(struct metrics *m, struct strbuf *b) {
   hist_render(&m->latency, b);
   if (atomic_load_explicit(&m->socket_wait.count, memory_order_relaxed))
     hist_render(&m->socket_wait, b);
+  if (atomic_load_explicit(&m->send_wait.count, memory_order_relaxed))
+    hist_render(&m->send_wait, b);
   hist_render(&m->batch, b);
   hist_render(&m->gpu, b);
   sb_printf(b,

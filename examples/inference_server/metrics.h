@@ -13,10 +13,11 @@
  *                                         the body deadline (slow clients)
  *   infer_request_duration_seconds        arrival (headers read) to answer ready,
  *                                         inference requests only
- *   infer_socket_wait_seconds             with --rx-timestamps (the service only):
+ *   infer_socket_wait_seconds             with --socket-timing (the service only):
  *                                         an inference request's first bytes
  *                                         in its socket, the kernel's receive
  *                                         time to the read
+ *   infer_send_wait_seconds               the same: its answer ready to written
  *   infer_batch_size                      rows per batch sent to a device
  *   infer_gpu_batch_seconds               device time of a batch (events around it)
  *   infer_batch_rows_total, infer_gpu_seconds_total
@@ -67,7 +68,8 @@ struct metrics {
   struct hist latency;     /* nanoseconds */
   struct hist gpu;         /* nanoseconds */
   struct hist batch;       /* rows */
-  struct hist socket_wait; /* nanoseconds; rendered once observed (--rx-timestamps) */
+  struct hist socket_wait; /* nanoseconds; rendered once observed (--socket-timing) */
+  struct hist send_wait;   /* nanoseconds; the same */
   atomic_uint_fast64_t batch_rows, gpu_ns, device_resets;
   atomic_int_fast64_t queue_depth, inflight_batches, active_requests;
 };
@@ -87,6 +89,8 @@ void metrics_init(struct metrics *m, int max_batch);
 void metrics_request(struct metrics *m, unsigned code, uint64_t latency_ns);
 /* An inference request's first bytes waited `wait_ns` in its socket. */
 void metrics_socket_wait(struct metrics *m, uint64_t wait_ns);
+/* An inference request's answer was written `wait_ns` after it was ready. */
+void metrics_send_wait(struct metrics *m, uint64_t wait_ns);
 /* An answer with `code` to a request that was not an inference. */
 void metrics_other(struct metrics *m, enum metrics_path path, unsigned code);
 /* A connection cut because its client was too slow in `phase`. */

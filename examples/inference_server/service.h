@@ -132,6 +132,7 @@ struct request {
   size_t received;               /* body bytes seen, kept or not */
   float *in;                     /* model inputs (POST /v1/infer: after the struct) */
   uint64_t arrival_ns;           /* headers read: the latency counts from here */
+  uint64_t ready_ns;             /* --socket-timing: its answer handed to the connection */
   uint64_t queued_ns;            /* body parsed, in the batch queue: the window counts from here */
   ev_timer deadline;             /* --deadline-ms, started when the body is parsed */
   struct request *qprev, *qnext; /* batch queue */

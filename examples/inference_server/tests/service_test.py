@@ -110,15 +110,18 @@ def t_endpoints(args):
         s.stop()
 
 
-def t_rx_timestamps(args):
-    """--rx-timestamps: how long each inference request waited in its socket,
-    from the kernel's receive timestamps; a request sent while the service
-    is stopped (SIGSTOP) shows the stop. Without the flag, no such metric."""
+def t_socket_timing(args):
+    """--socket-timing: how long each inference request waited in its socket,
+    from the kernel's receive timestamps (a request sent while the service is
+    stopped, SIGSTOP, shows the stop), and how long its answer waited to be
+    written (every one, briefly). Without the flag, neither metric."""
     with Server(args, []) as s:
         s.infer(rand_input(s.model, random.Random(1)))
-        check("infer_socket_wait_seconds_count" not in s.metrics(), "no socket wait by default")
+        m = s.metrics()
+        check("infer_socket_wait_seconds_count" not in m and "infer_send_wait_seconds_count" not in m,
+              "no socket timing by default")
         s.stop()
-    with Server(args, ["--rx-timestamps"]) as s:
+    with Server(args, ["--socket-timing"]) as s:
         rng = random.Random(2)
         c = s.conn()
         for i in range(10):
@@ -149,6 +152,9 @@ def t_rx_timestamps(args):
         check(m['infer_socket_wait_seconds_bucket{le="1"}'] == 11,
               "the stopped request waited 0.25-1 s")
         check(0.4 <= m["infer_socket_wait_seconds_sum"] < 1 + 10 * 0.25, "the waits' sum")
+        check(m.get("infer_send_wait_seconds_count") == 11
+              and m['infer_send_wait_seconds_bucket{le="0.25"}'] == 11,
+              "11 answers written, each within 250 ms of being ready")
         s.stop()
 
 
@@ -866,7 +872,7 @@ def t_gpu_soak(args):
         s.stop()
 
 
-CPU_TESTS = [t_usage, t_weights, t_endpoints, t_rx_timestamps, t_bad_requests, t_http1, t_batching, t_eager_batch,
+CPU_TESTS = [t_usage, t_weights, t_endpoints, t_socket_timing, t_bad_requests, t_http1, t_batching, t_eager_batch,
              t_load, t_multi_device, t_deadline, t_queue_full, t_fault, t_restart, t_drain,
              t_drain_timeout, t_limits, t_slow_clients, t_cloexec, t_loop_threads, t_soak_faults]
 TWIN_TESTS = [t_usage, t_endpoints, t_bad_requests, t_batching, t_eager_batch, t_load,
