@@ -195,6 +195,16 @@ def check_answer(model, x, y, what):
     check(err <= TOL, f"{what}: relative error {err:.3g} > {TOL}")
 
 
+def infer_ok(s, rng, n, conn=None, what="request"):
+    """n inference requests of random inputs (on `conn`, or a connection
+    each), each answered 200 with the reference's outputs."""
+    for i in range(n):
+        x = rand_input(s.model, rng)
+        st, _, y, _, _ = s.infer(x, conn=conn)
+        check(st == 200, f"{what} {i}: {st}")
+        check_answer(s.model, x, y, f"{what} {i}")
+
+
 def raw_http(port, data, read_timeout=5.0):
     """Sends bytes, returns everything read until the server closes or the
     timeout (http.client will not send malformed or chunked requests)."""

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mlp_ref  # noqa: E402
 from harness import (CPU_LAYERS, SLOW, TOL, Failure, Server, check, check_answer,  # noqa: E402
-                     rand_input, raw_http)
+                     infer_ok, rand_input, raw_http)
 from http_test import t_bad_requests, t_http1, t_limits, t_slow_clients  # noqa: E402
 
 # ---- the tests ---------------------------------------------------------------
@@ -124,11 +124,7 @@ def t_socket_timing(args):
     with Server(args, ["--socket-timing"]) as s:
         rng = random.Random(2)
         c = s.conn()
-        for i in range(10):
-            x = rand_input(s.model, rng)
-            st, _, y, _, _ = s.infer(x, conn=c)
-            check(st == 200, f"request {i}: {st}")
-            check_answer(s.model, x, y, f"request {i}")
+        infer_ok(s, rng, 10, conn=c)
         # One request written while every thread of the service is stopped:
         # its bytes wait in the socket until SIGCONT.
         x = rand_input(s.model, rng)
@@ -723,13 +719,8 @@ def t_soak_faults(args):
         check(m["infer_process_restarts_total"] == 1 and m["infer_device_resets_total"] == 2,
               "one reset that worked, one that took a restart")
         check(m["infer_active_requests"] <= 1 and m["infer_queue_depth"] == 0, "nothing left over")
-        rng = random.Random(77)
         c = s.conn()
-        for i in range(20):
-            x = rand_input(s.model, rng)
-            st, _, y, _, _ = s.infer(x, conn=c)
-            check(st == 200, f"after the soak: {st}")
-            check_answer(s.model, x, y, "after the soak")
+        infer_ok(s, random.Random(77), 20, conn=c, what="after the soak")
         c.close()
         s.stop()
 
