@@ -6,8 +6,10 @@
 # and threads, and from its /metrics the GPU time per request against the
 # wall latency, and the server's own p99 (its histogram's bucket, from the
 # request's headers to its answer: a wrk p99 far above it is time spent
-# before the request is read or after it is answered). Writes a table, a
-# CSV, the raw wrk lines and a plot.
+# before the request is read or after it is answered; with --socket-timing
+# in SERVE_ARGS, the service's p99 waits in the socket before a request is
+# read and after its answer is ready tell which). Writes a table, a CSV, the
+# raw wrk lines and a plot.
 #
 #   bench/serve.sh [OUTDIR]       (default OUTDIR: <build dir>/serve-out)
 #
@@ -78,7 +80,7 @@ log=$out/serve-log.txt
 raw=$out/serve-raw.txt
 : >"$raw"
 csv=$out/serve.csv
-echo "server,connections,rps,p50_ms,p99_ms,p999_ms,max_ms,errors,cpu_cores,threads,gpu_ms_per_req,wall_ms_mean,batch_mean,requests,server_p99_ms" >"$csv"
+echo "server,connections,rps,p50_ms,p99_ms,p999_ms,max_ms,errors,cpu_cores,threads,gpu_ms_per_req,wall_ms_mean,batch_mean,requests,server_p99_ms,socket_p99_ms,send_p99_ms" >"$csv"
 say() { echo "$*" | tee -a "$log"; }
 
 # The server's CPU time in seconds (user + system), from /proc.
@@ -171,15 +173,18 @@ a, b = load(m0), load(m1)
 d = lambda k: b.get(k, 0) - a.get(k, 0)
 
 
-def server_p99_ms():
-    """The service's own p99, from its latency histogram (headers read to
-    answer queued): the upper bound of the bucket holding the 99th
-    percentile. Beside wrk's p99 it tells a wait inside the request's
-    handling from one before it is read or after it is answered."""
-    name = "infer_request_duration_seconds_bucket{le="
+def p99_ms(hist="infer_request_duration_seconds"):
+    """The p99 of one of the service's histograms over the point: the upper
+    bound of the bucket holding the 99th percentile ("" when the service has
+    no such histogram). infer_request_duration_seconds (headers read to
+    answer queued), beside wrk's p99, tells a wait inside the request's
+    handling from one before it is read or after it is answered; with
+    --socket-timing, infer_socket_wait_seconds and infer_send_wait_seconds
+    tell those two apart."""
+    name = hist + "_bucket{le="
     buckets = sorted((float(k[len(name) + 1:-2]), d(k)) for k in b
                      if k.startswith(name) and "Inf" not in k)
-    n = d("infer_request_duration_seconds_count")
+    n = d(hist + "_count")
     for le, cum in buckets:
         if n and cum >= 0.99 * n:
             return f"{le * 1e3:g}"
@@ -189,7 +194,7 @@ def server_p99_ms():
 try:
     w = json.loads(line)
 except ValueError:
-    print(f"{kind},{c},,,,,,,,,,,,,", flush=True)
+    print(f"{kind},{c},,,,,,,,,,,,,,,", flush=True)
     sys.exit()
 secs = w["duration_us"] / 1e6
 errors = w["errors_connect"] + w["errors_read"] + w["errors_write"] + w["errors_status"] + w["errors_timeout"]
@@ -200,7 +205,8 @@ print(f"{kind},{c},{w['requests'] / secs:.1f},{w['p50_us'] / 1e3:.3f},{w['p99_us
       f"{w['p999_us'] / 1e3:.3f},{w['max_us'] / 1e3:.3f},{errors},"
       f"{(float(c1) - float(c0)) / secs:.2f},{thr},"
       f"{gpu / rows * 1e3 if rows else 0:.4f},{lat_s / lat_n * 1e3 if lat_n else 0:.3f},"
-      f"{rows / batches if batches else 0:.1f},{w['requests']},{server_p99_ms()}")
+      f"{rows / batches if batches else 0:.1f},{w['requests']},{p99_ms()},"
+      f"{p99_ms('infer_socket_wait_seconds')},{p99_ms('infer_send_wait_seconds')}")
 PY
     say "  $(tail -n 1 "$csv")"
   done

@@ -18,6 +18,10 @@ COLUMNS = [("server", "server"), ("connections", "conns"), ("rps", "req/s"),
            ("errors", "errors"), ("cpu_cores", "CPU (cores)"), ("threads", "threads"),
            ("gpu_ms_per_req", "GPU ms/req"), ("wall_ms_mean", "server ms/req (mean)"),
            ("batch_mean", "rows/batch"), ("server_p99_ms", "server p99 ms (≤)")]
+# With the service's --socket-timing (SERVE_ARGS): its wait in the socket
+# before a request is read, and after its answer is ready until written.
+SOCKET_COLUMNS = [("socket_p99_ms", "socket wait p99 ms (≤)"),
+                  ("send_p99_ms", "send wait p99 ms (≤)")]
 
 
 def num(v):
@@ -84,10 +88,11 @@ def main():
         md += ["- " + l.rstrip() for l in open(a.header)
                if l.startswith(("serve:", "date:", "device:", "async:", "twin-", "floor:"))]
         md.append("")
-    md.append("| " + " | ".join(h for _, h in COLUMNS) + " |")
-    md.append("|" + "---|" * len(COLUMNS))
+    cols = COLUMNS + [c for c in SOCKET_COLUMNS if any(r.get(c[0]) for r in rows)]
+    md.append("| " + " | ".join(h for _, h in cols) + " |")
+    md.append("|" + "---|" * len(cols))
     for r in rows:
-        md.append("| " + " | ".join(r.get(k, "") or "-" for k, _ in COLUMNS) + " |")
+        md.append("| " + " | ".join(r.get(k, "") or "-" for k, _ in cols) + " |")
     md += ["", "GPU ms/req: device time of the batches (events around each) / rows;",
            "server ms/req: arrival to answer inside the server, from its /metrics;",
            "CPU: the server process's CPU seconds / wall seconds; threads: the most seen.", "",
