@@ -29,28 +29,14 @@ static void queue_flush(struct http1_conn *c) {
   struct http1 *h = c->srv;
   if (c->serving || c->queued || c->dead) return;
   c->queued = 1;
-  c->flush_prev = h->flush_tail;
-  c->flush_next = NULL;
-  if (h->flush_tail)
-    h->flush_tail->flush_next = c;
-  else
-    h->flush = c;
-  h->flush_tail = c;
+  TAILQ_INSERT_TAIL(&h->flush, c, flush_link);
 }
 
 static void unqueue(struct http1_conn *c) {
   struct http1 *h = c->srv;
   if (!c->queued) return;
   c->queued = 0;
-  if (c->flush_prev)
-    c->flush_prev->flush_next = c->flush_next;
-  else
-    h->flush = c->flush_next;
-  if (c->flush_next)
-    c->flush_next->flush_prev = c->flush_prev;
-  else
-    h->flush_tail = c->flush_prev;
-  c->flush_prev = c->flush_next = NULL;
+  TAILQ_REMOVE(&h->flush, c, flush_link);
 }
 
 /* ---- the deadlines: four lists, one timer ---- */
@@ -114,9 +100,9 @@ void http1_conns_fini(struct http1 *h) {
 
 void http1_conns_reap(struct http1 *h) {
   if (h->depth > 0) return;
-  while (h->graveyard) {
-    struct http1_conn *c = h->graveyard;
-    h->graveyard = c->next;
+  struct http1_conn *c;
+  while ((c = LIST_FIRST(&h->graveyard)) != NULL) {
+    LIST_REMOVE(c, link);
     free(c->out);
     free(c);
   }
@@ -359,9 +345,7 @@ struct http1_conn *http1_conn_open(struct http1 *h, int fd) {
   c->keep_alive = 1;
   enter_due(c, PH_HEAD, &h->heads);
   touch(c);
-  c->next = h->conns;
-  if (h->conns) h->conns->prev = c;
-  h->conns = c;
+  LIST_INSERT_HEAD(&h->conns, c, link);
   atomic_fetch_add_explicit(&h->nconn, 1, memory_order_relaxed);
   return c;
 }
@@ -374,16 +358,10 @@ void http1_conn_close(struct http1_conn *c) {
   deadline_item_remove(&c->quiet);
   unqueue(c);
   close(c->fd); /* also leaves the epoll set */
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    h->conns = c->next;
-  if (c->next) c->next->prev = c->prev;
   /* Freed once the event that closed it is handled: a later event of the
    * same epoll_wait may still name it. */
-  c->next = h->graveyard;
-  c->prev = NULL;
-  h->graveyard = c;
+  LIST_REMOVE(c, link);
+  LIST_INSERT_HEAD(&h->graveyard, c, link);
   atomic_fetch_sub_explicit(&h->nconn, 1, memory_order_relaxed);
   if (c->req) {
     void *r = c->req;

@@ -8,6 +8,7 @@
 
 #include <http_parser.h>
 #include <stdatomic.h>
+#include <sys/queue.h>
 
 #include "deadline_fifo.h"
 #include "http1.h"
@@ -64,8 +65,8 @@ struct http1_conn {
   /* Bytes to send: out[off, len). */
   char *out;
   size_t out_off, out_len, out_cap;
-  struct http1_conn *flush_prev, *flush_next; /* in srv->flush */
-  struct http1_conn *prev, *next;             /* every open connection, or the graveyard */
+  TAILQ_ENTRY(http1_conn) flush_link; /* in srv->flush while queued */
+  LIST_ENTRY(http1_conn) link;        /* in srv->conns, or in srv->graveyard once closed */
   char buf[HTTP1_BUF];
 };
 
@@ -82,9 +83,9 @@ struct http1 {
   ev_timer timer;     /* the earliest deadline of the four lists */
   uint64_t armed_ns;
   struct deadline_fifo heads, bodies, lingers, quiets;
-  struct http1_conn *conns;              /* every open connection */
-  struct http1_conn *flush, *flush_tail; /* answered outside their own events */
-  struct http1_conn *graveyard;          /* closed, freed after the event at hand */
+  LIST_HEAD(, http1_conn) conns;     /* every open connection */
+  TAILQ_HEAD(, http1_conn) flush;    /* answered outside their own events */
+  LIST_HEAD(, http1_conn) graveyard; /* closed, freed after the event at hand */
   int depth; /* event handlers running (an answer's callback may flush inside one) */
   /* now_ns() at the start of the event being handled: one clock read for
    * all the deadlines it pushes (they are milliseconds long). */

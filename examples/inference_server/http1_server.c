@@ -79,10 +79,10 @@ static void on_io(struct ev_loop *evl, ev_io *w, int revents) {
 }
 
 int http1_flush(struct http1 *h) {
-  int any = h->flush != NULL;
+  int any = !TAILQ_EMPTY(&h->flush);
   h->now = now_ns();
   h->depth++;
-  while (h->flush) http1_conn_serve(h->flush); /* takes it off the list */
+  while (!TAILQ_EMPTY(&h->flush)) http1_conn_serve(TAILQ_FIRST(&h->flush)); /* takes it off */
   h->depth--;
   http1_conns_reap(h);
   accept_some(h); /* a timer's or an answer's close made room under the limit */
@@ -130,6 +130,9 @@ struct http1 *http1_start(struct ev_loop *evl, const struct http1_config *cfg,
   h->ops = ops;
   h->user = user;
   h->date_at = -1;
+  LIST_INIT(&h->conns);
+  TAILQ_INIT(&h->flush);
+  LIST_INIT(&h->graveyard);
   h->listen_fd = cfg->listen_fd >= 0 ? cfg->listen_fd : make_listener(cfg, err, errlen);
   if (h->listen_fd < 0) {
     free(h);
@@ -180,7 +183,7 @@ void http1_stop(struct http1 *h) {
   ev_io_stop(h->evl, &h->io);
   ev_prepare_stop(h->evl, &h->prepare);
   h->accept_ready = 0;
-  while (h->conns) http1_conn_close(h->conns);
+  while (!LIST_EMPTY(&h->conns)) http1_conn_close(LIST_FIRST(&h->conns));
   http1_conns_fini(h);
   close(h->epfd);
   if (h->listen_fd >= 0) close(h->listen_fd);
