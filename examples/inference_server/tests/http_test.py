@@ -2,7 +2,7 @@
 """The inference service's HTTP/1.1 tests (http1.h and its use in http.c):
 every 4xx, the protocol's cases (pipelining, HEAD, 100-continue, HTTP/1.0,
 431, lingering closes, mutated requests), the connection limit and the idle
-timeout, and slow clients cut at their deadlines. service_test.py runs them
+timeout, slow clients cut at their deadlines, and --socket-timing. service_test.py runs them
 with the rest (the functions take its parsed arguments)."""
 import http.client
 import json
@@ -10,6 +10,7 @@ import os
 import random
 import re
 import select
+import signal
 import socket
 import struct
 import sys
@@ -17,7 +18,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLOW, Failure, Server, check, check_answer, rand_input, raw_http  # noqa: E402
+from harness import (SLOW, Failure, Server, check, check_answer, infer_ok,  # noqa: E402
+                     rand_input, raw_http)
 
 
 def t_bad_requests(args):
@@ -513,4 +515,48 @@ def t_limits(args):
         check(got.startswith(b"HTTP/1.1 200"), f"9th connection served once others left: {got!r}")
         for k in socks + [extra]:
             k.close()
+        s.stop()
+
+
+def t_socket_timing(args):
+    """--socket-timing: how long each inference request waited in its socket,
+    from the kernel's receive timestamps (a request sent while the service is
+    stopped, SIGSTOP, shows the stop), and how long its answer waited to be
+    written (every one, briefly). Without the flag, neither metric."""
+    with Server(args, []) as s:
+        s.infer(rand_input(s.model, random.Random(1)))
+        m = s.metrics()
+        check("infer_socket_wait_seconds_count" not in m and "infer_send_wait_seconds_count" not in m,
+              "no socket timing by default")
+        s.stop()
+    with Server(args, ["--socket-timing"]) as s:
+        rng = random.Random(2)
+        c = s.conn()
+        infer_ok(s, rng, 10, conn=c)
+        # One request written while every thread of the service is stopped:
+        # its bytes wait in the socket until SIGCONT.
+        x = rand_input(s.model, rng)
+        os.kill(s.proc.pid, signal.SIGSTOP)
+        try:
+            c.request("POST", "/v1/infer", body=json.dumps(x),
+                      headers={"Content-Type": "application/json"})
+            time.sleep(0.4)
+        finally:
+            os.kill(s.proc.pid, signal.SIGCONT)
+        r = c.getresponse()
+        y = json.loads(r.read())
+        check(r.status == 200, f"the stopped request: {r.status}")
+        check_answer(s.model, x, y, "the stopped request")
+        c.close()
+        m = s.metrics()
+        check(m.get("infer_socket_wait_seconds_count") == 11,
+              f"11 waits counted, not {m.get('infer_socket_wait_seconds_count')}")
+        fast = m['infer_socket_wait_seconds_bucket{le="0.25"}']
+        check(fast == 10, f"10 requests read within 250 ms, not {fast}")
+        check(m['infer_socket_wait_seconds_bucket{le="1"}'] == 11,
+              "the stopped request waited 0.25-1 s")
+        check(0.4 <= m["infer_socket_wait_seconds_sum"] < 1 + 10 * 0.25, "the waits' sum")
+        check(m.get("infer_send_wait_seconds_count") == 11
+              and m['infer_send_wait_seconds_bucket{le="0.25"}'] == 11,
+              "11 answers written, each within 250 ms of being ready")
         s.stop()

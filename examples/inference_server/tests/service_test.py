@@ -33,7 +33,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mlp_ref  # noqa: E402
 from harness import (CPU_LAYERS, SLOW, TOL, Failure, Server, check, check_answer,  # noqa: E402
                      infer_ok, rand_input, raw_http)
-from http_test import t_bad_requests, t_http1, t_limits, t_slow_clients  # noqa: E402
+from http_test import (t_bad_requests, t_http1, t_limits, t_slow_clients,  # noqa: E402
+                       t_socket_timing)
 
 # ---- the tests ---------------------------------------------------------------
 
@@ -107,50 +108,6 @@ def t_endpoints(args):
         if not args.twin:
             check(m["infer_loop_threads"] == 1, "one loop thread")
             check('cudaev_loop_pending{device="0"}' in m, "loop stats")
-        s.stop()
-
-
-def t_socket_timing(args):
-    """--socket-timing: how long each inference request waited in its socket,
-    from the kernel's receive timestamps (a request sent while the service is
-    stopped, SIGSTOP, shows the stop), and how long its answer waited to be
-    written (every one, briefly). Without the flag, neither metric."""
-    with Server(args, []) as s:
-        s.infer(rand_input(s.model, random.Random(1)))
-        m = s.metrics()
-        check("infer_socket_wait_seconds_count" not in m and "infer_send_wait_seconds_count" not in m,
-              "no socket timing by default")
-        s.stop()
-    with Server(args, ["--socket-timing"]) as s:
-        rng = random.Random(2)
-        c = s.conn()
-        infer_ok(s, rng, 10, conn=c)
-        # One request written while every thread of the service is stopped:
-        # its bytes wait in the socket until SIGCONT.
-        x = rand_input(s.model, rng)
-        os.kill(s.proc.pid, signal.SIGSTOP)
-        try:
-            c.request("POST", "/v1/infer", body=json.dumps(x),
-                      headers={"Content-Type": "application/json"})
-            time.sleep(0.4)
-        finally:
-            os.kill(s.proc.pid, signal.SIGCONT)
-        r = c.getresponse()
-        y = json.loads(r.read())
-        check(r.status == 200, f"the stopped request: {r.status}")
-        check_answer(s.model, x, y, "the stopped request")
-        c.close()
-        m = s.metrics()
-        check(m.get("infer_socket_wait_seconds_count") == 11,
-              f"11 waits counted, not {m.get('infer_socket_wait_seconds_count')}")
-        fast = m['infer_socket_wait_seconds_bucket{le="0.25"}']
-        check(fast == 10, f"10 requests read within 250 ms, not {fast}")
-        check(m['infer_socket_wait_seconds_bucket{le="1"}'] == 11,
-              "the stopped request waited 0.25-1 s")
-        check(0.4 <= m["infer_socket_wait_seconds_sum"] < 1 + 10 * 0.25, "the waits' sum")
-        check(m.get("infer_send_wait_seconds_count") == 11
-              and m['infer_send_wait_seconds_bucket{le="0.25"}'] == 11,
-              "11 answers written, each within 250 ms of being ready")
         s.stop()
 
 
