@@ -332,6 +332,28 @@ void cudaev_loop_process(cudaev_loop_t *loop);
  * only sleeps. Thread: any. */
 void cudaev_loop_set_spin(cudaev_loop_t *loop, unsigned max_us);
 
+/* How the loop learns that awaited GPU work is done: the marker it enqueues
+ * behind the work of each submission made after this call.
+ *  - CUDAEV_MARKERS_AUTO (the default): a submission onto a stream with none
+ *    of the loop's futures outstanding gets a word (cuStreamWriteValue32 into
+ *    pinned host memory, read by the loop for free, so that a spin sees the
+ *    GPU done at once); one queued behind outstanding futures gets a pooled
+ *    event, and every 16th a word again.
+ *  - CUDAEV_MARKERS_EVENTS: always a pooled event (CU_EVENT_DISABLE_TIMING),
+ *    which costs the loop a cuEventQuery each time it looks (about a
+ *    microsecond) and the GPU nothing. A word carries a system-wide memory
+ *    fence: where other work keeps the GPU busy meanwhile (more streams,
+ *    more processes on one GPU), the fence delays that work. Four Python
+ *    workers on one GPU each awaiting its batches (bench/RESULTS.md): a
+ *    batch took 302-313 us on the GPU with words, 254-258 us with events or
+ *    with no marker at all. The Python package's loops use events.
+ * Where the context has no stream memory operations (or with
+ * CUDAEV_LOOP_EVENTS=1) every marker is an event whatever this says.
+ * Returns cudaErrorInvalidValue for a NULL loop or another value.
+ * Thread: any (submissions already made keep their markers). */
+typedef enum cudaev_markers { CUDAEV_MARKERS_AUTO = 0, CUDAEV_MARKERS_EVENTS = 1 } cudaev_markers_t;
+cudaError_t cudaev_loop_set_markers(cudaev_loop_t *loop, cudaev_markers_t markers);
+
 /* Runs fn(loop, user) once on the loop thread, never inside this call.
  * Returns cudaSuccess or cudaErrorMemoryAllocation. Thread: any. */
 cudaError_t cudaev_loop_post(cudaev_loop_t *loop, cudaev_loop_fn fn, void *user);

@@ -355,6 +355,8 @@ static uint32_t events_done(struct cudaev__gpu *g, struct cudaev__track *t, cuda
  * stream), or without stream memory operations. */
 static void flush_tail(struct cudaev_loop *loop, struct cudaev__gpu *g, struct cudaev__track *t) {
   if (g->use_events || t->flushing || !may_enqueue(g, t)) return;
+  /* Told to use events only: no word of the loop's own either. */
+  if (atomic_load_explicit(&loop->markers, memory_order_relaxed) == CUDAEV_MARKERS_EVENTS) return;
   struct cudaev_future *f = cudaev__future_new(loop, CUDAEV__K_GPU);
   if (f == NULL) return;
   f->flush = 1;

@@ -18,7 +18,8 @@ static cudaError_t mark(struct cudaev__sub *s, CUstream stream, cudaev_future_t 
   if (f == NULL) return cudaErrorMemoryAllocation;
   /* The marker (see the top of gpu.c): a word unless the stream has
    * futures of ours outstanding, then an event, but a word every
-   * WORD_EVERY-th submission. */
+   * WORD_EVERY-th submission; always an event where the loop was told so
+   * (cudaev_loop_set_markers). */
   struct cudaev__backlog *b = slot_of(g, stream);
   uint64_t old = atomic_fetch_add_explicit(&b->v, (1ull << 32) | 1u, memory_order_relaxed);
   f->counted = 1;
@@ -28,7 +29,8 @@ static cudaError_t mark(struct cudaev__sub *s, CUstream stream, cudaev_future_t 
    * by words, and woken by a host function of the submitter's (the loop
    * cannot enqueue on it). */
   bool per_thread = stream == CU_STREAM_PER_THREAD;
-  f->use_event = g->use_events || (backlogged && !per_thread);
+  bool events = atomic_load_explicit(&loop->markers, memory_order_relaxed) == CUDAEV_MARKERS_EVENTS;
+  f->use_event = g->use_events || ((backlogged || events) && !per_thread);
   cudaError_t e = cudaev__gpu_enqueue_marker(g, f, stream);
   if (e != cudaSuccess) {
     backlog_done(g, f, stream);

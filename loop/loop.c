@@ -171,6 +171,7 @@ static cudaError_t loop_new(const struct cudaev__backend *be, struct ev_loop *ev
   loop->be = be;
   loop->evl = evl;
   atomic_init(&loop->spin_max_us, 50);
+  atomic_init(&loop->markers, CUDAEV_MARKERS_AUTO);
   atomic_init(&loop->npending_pub, 0);
   atomic_init(&loop->nqueued, 0);
   atomic_init(&loop->stopping, 0);
@@ -338,6 +339,13 @@ CUDAEV_EXPORT void cudaev_loop_unref(cudaev_loop_t *loop) {
 
 CUDAEV_EXPORT void cudaev_loop_set_spin(cudaev_loop_t *loop, unsigned max_us) {
   if (loop != NULL) atomic_store_explicit(&loop->spin_max_us, max_us, memory_order_relaxed);
+}
+
+CUDAEV_EXPORT cudaError_t cudaev_loop_set_markers(cudaev_loop_t *loop, cudaev_markers_t markers) {
+  if (loop == NULL || (markers != CUDAEV_MARKERS_AUTO && markers != CUDAEV_MARKERS_EVENTS))
+    return cudaErrorInvalidValue;
+  atomic_store_explicit(&loop->markers, (uint32_t)markers, memory_order_relaxed);
+  return cudaSuccess;
 }
 
 CUDAEV_EXPORT cudaError_t cudaev_loop_post(cudaev_loop_t *loop, cudaev_loop_fn fn, void *user) {

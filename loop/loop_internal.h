@@ -68,6 +68,7 @@ struct cudaev_loop {
   void *be_state;      /* the backend's: ev mode's watchers, thread mode's thread */
   struct ev_loop *evl; /* ev mode: the application's libev loop */
   _Atomic uint32_t spin_max_us;
+  _Atomic uint32_t markers;    /* cudaev_markers_t: the marker policy of new submissions */
   _Atomic size_t npending_pub; /* published count for cudaev_loop_pending */
   /* Futures sent to the loop to be registered (CUDAEV__MB_SUBMIT) that no
    * published count holds yet: cudaev_loop_pending adds them, so that a

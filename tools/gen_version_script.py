@@ -32,7 +32,7 @@ NODES = [
         "cudaev_future_new_all", "cudaev_future_new_any", "cudaev_future_any_index",
         "cudaev_future_new_timeout", "cudaev_future_new_work_done",
         "cudaev_loop_prepare", "cudaev_loop_prepare_ns", "cudaev_log_set",
-        "cudaev_launch_host_func_async",
+        "cudaev_launch_host_func_async", "cudaev_loop_set_markers",
     ]),
 ]
 

@@ -2078,3 +2078,51 @@ Test(loop_gpu_fake, stats_count_watchdog_failures_and_wakeups) {
   cudaev_future_release(b);
   cudaev_loop_destroy(loop);
 }
+
+/* cudaev_loop_set_markers(EVENTS): lone submissions, which get words by
+ * default, get pooled events, and the loop adds no flush word of its own;
+ * they complete in order as before. Back to AUTO, a lone one is a word
+ * again. Bad arguments are refused. */
+Test(loop_gpu_fake, set_markers_events_puts_no_word_on_the_stream) {
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s);
+  cr_expect_eq(cudaev_loop_set_markers(NULL, CUDAEV_MARKERS_EVENTS), cudaErrorInvalidValue);
+  cr_expect_eq(cudaev_loop_set_markers(loop, (cudaev_markers_t)7), cudaErrorInvalidValue);
+  cr_assert_eq(cudaev_loop_set_markers(loop, CUDAEV_MARKERS_EVENTS), cudaSuccess);
+  enum { N = 40 };
+  cudaev_future_t *f[N];
+  struct order o = {0, 0};
+  long w0 = atomic_load(&writes), r0 = atomic_load(&records);
+  cr_assert_eq(kernel(loop, s, 20000, &f[0]), cudaSuccess); /* 20 ms: the rest queue behind */
+  for (int i = 1; i < N; i++)
+    cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &f[i]), cudaSuccess);
+  for (int i = 0; i < N; i++) {
+    cudaev_future_set_user(f[i], (void *)(intptr_t)i, NULL);
+    cr_assert_eq(cudaev_future_then(f[i], order_cb, &o), cudaSuccess);
+  }
+  /* Drive the loop while the GPU is busy, then until all are done: a
+   * default loop would put its flush word behind the run here. */
+  for (int i = 0; i < 2000 && o.next < N; i++) {
+    cudaev_loop_process(loop);
+    usleep(100);
+  }
+  cr_expect_eq(o.next, N);
+  cr_expect_eq(o.bad, 0, "completed out of order or with an error");
+  cr_expect_eq(atomic_load(&writes) - w0, 0, "%ld words with EVENTS", atomic_load(&writes) - w0);
+  cr_expect_eq(atomic_load(&records) - r0, N);
+  for (int i = 0; i < N; i++) cudaev_future_release(f[i]);
+
+  cr_assert_eq(cudaev_loop_set_markers(loop, CUDAEV_MARKERS_AUTO), cudaSuccess);
+  cudaev_future_t *g;
+  w0 = atomic_load(&writes);
+  cr_assert_eq(cudaev_future_new_stream(loop, (cudaStream_t)s, &g), cudaSuccess);
+  cr_expect_eq(atomic_load(&writes) - w0, 1, "a lone submission is a word again");
+  cr_expect_eq(cudaev_future_wait(g, 5 * SEC), cudaSuccess);
+  cudaev_future_release(g);
+  for (int i = 0; i < 1000 && cudaev_loop_pending(loop) != 0; i++) {
+    cudaev_loop_process(loop); /* the loop retires what the wait saw done */
+    usleep(100);
+  }
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  cudaev_loop_destroy(loop);
+}
