@@ -23,7 +23,7 @@ callback) running on an asyncio loop, or from a trio task; what they return
 is awaited on that same loop (by that task, in that run). Every cudaev
 callback runs on that loop's (run's) thread, never on a driver thread.
 
-Public: wait, host_func, set_spin, stats, Stream, Event, CudaError, detach.
+Public: wait, host_func, set_spin, set_markers, stats, Stream, Event, CudaError, detach.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from ._attach import detach
 from ._errors import CudaError, error_for
 from ._handles import EVENT, NOTHING, STREAM, Event, Stream, handle_of
 
-__all__ = ["wait", "host_func", "set_spin", "stats", "Stream", "Event", "CudaError", "detach"]
+__all__ = ["wait", "host_func", "set_spin", "set_markers", "stats", "Stream", "Event", "CudaError", "detach"]
 __version__ = "0.1.0"
 
 _native._setup(error_for)
@@ -149,6 +149,28 @@ def set_spin(us: int) -> None:
     if isinstance(us, bool) or not isinstance(us, int) or us < 0:
         raise ValueError(f"cudaev.set_spin: {us!r} is no number of microseconds (an int >= 0)")
     _attached().native.set_spin(us)
+
+
+_MARKERS = {"auto": 0, "events": 1}
+
+
+def set_markers(kind: str) -> None:
+    """Sets how this loop's cudaev loop learns that awaited GPU work is done,
+    for the waits made after the call: ``"events"`` (the default here) puts
+    a pooled CUDA event behind the work and queries it (about a microsecond
+    a look); ``"auto"`` (the C library's default) writes a word into pinned
+    host memory where a wait is the stream's only one, which the loop reads
+    for free but which carries a system-wide memory fence that delays the
+    GPU work of other streams and processes running meanwhile (four workers
+    of examples/python_service on one GPU: 302-313 us a batch on the GPU
+    with words, 254-258 with events; bench/RESULTS.md). ``ValueError`` for
+    another value.
+
+    Thread: a thread running an asyncio loop (or a trio task).
+    """
+    if kind not in _MARKERS:
+        raise ValueError(f"cudaev.set_markers: {kind!r}: want 'events' or 'auto'")
+    _attached().native.set_markers(_MARKERS[kind])
 
 
 def stats() -> Dict[str, Any]:

@@ -27,6 +27,11 @@ static PyObject *loop_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     cudaev_loop_destroy(l);
     return NULL;
   }
+  /* Events, not words, mark the work a Python loop awaits: a wait here costs
+   * tens of microseconds of Python, beside which a cuEventQuery per look is
+   * nothing, while a word's system-wide fence delays the GPU work of every
+   * stream and process sharing the GPU (cudaev_loop_set_markers). */
+  cudaev_loop_set_markers(l, CUDAEV_MARKERS_EVENTS);
   lp->l = l;
   lp->timer_cb = NULL;
   lp->tfd = -1;
@@ -188,6 +193,17 @@ static PyObject *loop_set_spin(PyObject *self, PyObject *arg) {
   unsigned long us = PyLong_AsUnsignedLong(arg);
   if (us == (unsigned long)-1 && PyErr_Occurred()) return NULL;
   cudaev_loop_set_spin(lp->l, us > 1000000 ? 1000000u : (unsigned)us);
+  Py_RETURN_NONE;
+}
+
+/* set_markers(kind: int): cudaev_loop_set_markers (0 auto, 1 events). */
+static PyObject *loop_set_markers(PyObject *self, PyObject *arg) {
+  Loop *lp = (Loop *)self;
+  if (loop_check(lp)) return NULL;
+  long kind = PyLong_AsLong(arg);
+  if (kind == -1 && PyErr_Occurred()) return NULL;
+  cudaError_t e = cudaev_loop_set_markers(lp->l, (cudaev_markers_t)kind);
+  if (e != cudaSuccess) return raise_code((int)e);
   Py_RETURN_NONE;
 }
 
@@ -439,6 +455,9 @@ static PyMethodDef loop_methods[] = {
      "(ns from now; 0: process soon; -1: none) whenever it moves."},
     {"set_spin", loop_set_spin, METH_O,
      "set_spin(us: int) -> None\n\nLongest spin on GPU completion words before sleeping."},
+    {"set_markers", loop_set_markers, METH_O,
+     "set_markers(kind: int) -> None\n\nThe loop's completion markers (cudaev_loop_set_markers): "
+     "0 auto (words where lone), 1 events (the package's default)."},
     {"stats", loop_stats, METH_NOARGS,
      "stats() -> dict\n\nThe loop's counters (cudaev_loop_stats): passes, wakeups, completions, "
      "timers_fired, gpu_completions, gpu_word_markers, gpu_event_markers, gpu_failed, "

@@ -190,3 +190,11 @@ async def test_set_spin_checks_its_argument():
     for bad in (-1, 1.5, True, "50"):
         with pytest.raises(ValueError):
             cudaev.set_spin(bad)
+
+
+async def test_set_markers_takes_its_two_kinds_only():
+    cudaev.set_markers("auto")
+    cudaev.set_markers("events")
+    for bad in ("words", "", None, 1, "EVENTS"):
+        with pytest.raises(ValueError):
+            cudaev.set_markers(bad)

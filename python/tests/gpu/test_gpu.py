@@ -187,6 +187,31 @@ def test_wait_on_done_event_completes_in_the_call():
     run(go)
 
 
+def test_markers_are_events_by_default_and_words_when_auto():
+    """The package's loops mark awaited work with events (no word, whose
+    system-wide fence would delay other streams' and processes' work);
+    set_markers("auto") gives a lone wait a word again. Counted by the
+    loop's own stats, for a stream wait and an event wait alike."""
+    torch = need("torch")
+
+    async def go():
+        s = torch.cuda.Stream()
+        ev = torch.cuda.Event()
+        for kind, word in (("events", 0), ("auto", 1), ("events", 0)):
+            cudaev.set_markers(kind)
+            for x in (s, ev):
+                torch_sleep(torch, 2, s)
+                ev.record(s)
+                st0 = cudaev.stats()
+                await cudaev.wait(x)
+                st1 = cudaev.stats()
+                words = st1["gpu_word_markers"] - st0["gpu_word_markers"]
+                events = st1["gpu_event_markers"] - st0["gpu_event_markers"]
+                assert (words, events) == (word, 1 - word), (kind, type(x).__name__, words, events)
+
+    run(go)
+
+
 def test_wait_cupy():
     cp = need("cupy")
     torch = need("torch")
