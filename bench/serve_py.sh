@@ -15,6 +15,8 @@
 #   py-executor  the same with --wait executor (run_in_executor(None, event.synchronize))
 #   py-poll      the same with --wait poll (query() + asyncio.sleep(0))
 #   py-cudaev-nospin  --wait cudaev --cudaev-spin-us 0 (not in the default set)
+#   py-cudaev-words   --wait cudaev --cudaev-markers auto: words, not events, mark
+#                     a lone batch's end (not in the default set)
 #   async        examples/inference_server --loop-threads W (the C service)
 #   twin         examples/inference_server_blocking on NVIDIA's libcudart
 # --quick: a CPU smoke run (--model-device cpu, --backend cpu; 1, 16 and 64
@@ -108,6 +110,7 @@ start_server() { # kind -> sets pid, port
     py-*)
       local mode=${kind#py-} extra=""
       [ "$mode" = cudaev-nospin ] && { mode=cudaev; extra="--cudaev-spin-us 0"; }
+      [ "$mode" = cudaev-words ] && { mode=cudaev; extra="--cudaev-markers auto"; }
       # shellcheck disable=SC2086
       "$py" "$py_server" --wait "$mode" --model-device "$py_dev" --workers "$workers" \
         --port 0 --port-file "$work/port" --deadline-ms 30000 --connection-timeout 60 \

@@ -89,6 +89,9 @@ def make_parser():
     a("--cudaev-spin-us", type=int, default=None, metavar="US",
       help="--wait cudaev: how long cudaev's loop may poll a completion it expects soon "
            "(cudaev.set_spin; default: the library's, 50)")
+    a("--cudaev-markers", choices=("events", "auto"), default=None,
+      help="--wait cudaev: how cudaev's loop marks a batch's end (cudaev.set_markers; default: "
+           "the package's, events; auto: a word in host memory where the batch is alone)")
     a("--model-device", choices=("cuda", "cpu"), default="cuda",
       help="cuda: PyTorch on the GPU (default); cpu: the reference on a worker thread")
     a("--cpu-impl", choices=("numpy", "torch"), default="numpy",

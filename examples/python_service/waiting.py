@@ -58,6 +58,9 @@ def prepare(cfg, need_cudaev):
     spin = getattr(cfg, "cudaev_spin_us", None)
     if spin is not None:
         cudaev.set_spin(spin)
+    markers = getattr(cfg, "cudaev_markers", None)
+    if markers is not None:
+        cudaev.set_markers(markers)
 
 
 _LOOP_COUNTERS = (
