@@ -2,6 +2,7 @@
 pass, the body parser."""
 import argparse
 import asyncio
+import sys
 import threading
 import time
 
@@ -99,6 +100,28 @@ def test_prepare():
         with pytest.raises(SystemExit, match="cannot import cudaev"):
             waiting.prepare(cfg("cudaev"), need_cudaev=True)
         waiting.prepare(cfg("cudaev"), need_cudaev=False)  # the CPU path goes on
+
+
+def test_prepare_passes_spin_and_markers_to_cudaev(monkeypatch):
+    calls = []
+
+    class Stub:  # the two setters prepare() may call
+        @staticmethod
+        def set_spin(us):
+            calls.append(("spin", us))
+
+        @staticmethod
+        def set_markers(kind):
+            calls.append(("markers", kind))
+
+    monkeypatch.setitem(sys.modules, "cudaev", Stub)
+    monkeypatch.setattr(waiting, "_cudaev", None)
+    waiting.prepare(argparse.Namespace(wait="cudaev"), need_cudaev=True)
+    assert calls == []  # the package's defaults stay
+    monkeypatch.setattr(waiting, "_cudaev", None)
+    waiting.prepare(argparse.Namespace(wait="cudaev", cudaev_spin_us=0, cudaev_markers="auto"),
+                    need_cudaev=True)
+    assert calls == [("spin", 0), ("markers", "auto")]
 
 
 def test_loop_metrics(monkeypatch):
