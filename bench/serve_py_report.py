@@ -116,11 +116,11 @@ def main():
     ok = all(v for v, _ in vs)
     lines += ["", "Targets (py-cudaev against its twins):", ""]
     lines += [f"- {'PASS' if v else 'FAIL'}: {t}" for v, t in vs]
-    if any(r["server"] == "py-cudaev-nospin" for r in rows):
-        lines += ["", "The same bars for py-cudaev-nospin (--cudaev-spin-us 0), for comparison:",
-                  ""]
-        lines += [f"- {'PASS' if v else 'FAIL'}: {t}" for v, t in verdicts(rows,
-                                                                              "py-cudaev-nospin")]
+    for variant, flag in (("py-cudaev-nospin", "--cudaev-spin-us 0"),
+                          ("py-cudaev-words", "--cudaev-markers auto")):
+        if any(r["server"] == variant for r in rows):
+            lines += ["", f"The same bars for {variant} ({flag}), for comparison:", ""]
+            lines += [f"- {'PASS' if v else 'FAIL'}: {t}" for v, t in verdicts(rows, variant)]
     lines += ["", f"All targets: {'PASS' if ok else 'FAIL'}",
               "", plot(rows, os.path.join(a.outdir, "serve_py.png"),
                    "the Python service (--wait cudaev) beside its twins and the C services")]
