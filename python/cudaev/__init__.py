@@ -35,7 +35,8 @@ from ._attach import detach
 from ._errors import CudaError, error_for
 from ._handles import EVENT, NOTHING, STREAM, Event, Stream, handle_of
 
-__all__ = ["wait", "host_func", "set_spin", "set_markers", "stats", "Stream", "Event", "CudaError", "detach"]
+__all__ = ["wait", "host_func", "set_spin", "set_markers", "stats", "Stream", "Event", "CudaError",
+           "detach"]
 __version__ = "0.1.0"
 
 _native._setup(error_for)
@@ -168,7 +169,7 @@ def set_markers(kind: str) -> None:
 
     Thread: a thread running an asyncio loop (or a trio task).
     """
-    if kind not in _MARKERS:
+    if not isinstance(kind, str) or kind not in _MARKERS:
         raise ValueError(f"cudaev.set_markers: {kind!r}: want 'events' or 'auto'")
     _attached().native.set_markers(_MARKERS[kind])
 

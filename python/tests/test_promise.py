@@ -195,6 +195,6 @@ async def test_set_spin_checks_its_argument():
 async def test_set_markers_takes_its_two_kinds_only():
     cudaev.set_markers("auto")
     cudaev.set_markers("events")
-    for bad in ("words", "", None, 1, "EVENTS"):
+    for bad in ("words", "", None, 1, "EVENTS", ["events"]):
         with pytest.raises(ValueError):
             cudaev.set_markers(bad)
