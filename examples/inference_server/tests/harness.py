@@ -226,3 +226,22 @@ def raw_http(port, data, read_timeout=5.0):
         pass
     s.close()
     return got
+
+
+def fd_flags(pid):
+    """{fd: flags} of a process's open fds, from /proc/PID/fdinfo."""
+    out = {}
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            for line in open(f"/proc/{pid}/fdinfo/{name}"):
+                if line.startswith("flags:"):
+                    out[int(name)] = int(line.split()[1], 8)
+        except OSError:  # closed meanwhile
+            pass
+    return out
+
+
+def check_cloexec(pid, what):
+    bad = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd, fl in fd_flags(pid).items()
+           if fd > 2 and not fl & 0o2000000}
+    check(not bad, f"{what}: fds without O_CLOEXEC: {bad}")
