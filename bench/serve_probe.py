@@ -58,7 +58,8 @@ class Server:
     """The server under test and every process under it."""
 
     def __init__(self, cmd, log):
-        self.portfile = tempfile.mktemp(prefix="serve_probe-port-")
+        self.dir = tempfile.mkdtemp(prefix="serve_probe-")
+        self.portfile = os.path.join(self.dir, "port")
         cmd = [c.replace("PORTFILE", self.portfile) for c in cmd]
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -111,7 +112,7 @@ class Server:
 
     def metrics(self):
         """Every worker's /metrics, concatenated."""
-        seen, want = {}, 1
+        seen = {}
         for _ in range(400):
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics",
@@ -134,6 +135,7 @@ class Server:
         except (OSError, subprocess.TimeoutExpired):
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def counters(text):
