@@ -272,8 +272,9 @@ CUDAEV_EXPORT int cudaev_loop_prepare(cudaev_loop_t *loop) {
  * sources' before_sleep (spin, arm wakeups, nearest deadline) as the
  * application would call cudaev_loop_prepare before blocking; the callback
  * hears when the absolute deadline moved. */
-static void tell_timer(struct cudaev_loop *loop) {
-  uint64_t t = cudaev__loop_before_sleep(loop);
+/* Tells timer_cb the deadline t (before_sleep's answer), unless it is the
+ * one told last. */
+static void tell_timer_t(struct cudaev_loop *loop, uint64_t t) {
   uint64_t at = t == UINT64_MAX ? UINT64_MAX : cudaev__now_ns() + t;
   /* The same deadline read a few us later is no news (10 us slack). */
   uint64_t told = loop->timer_told;
@@ -288,6 +289,18 @@ static void tell_timer(struct cudaev_loop *loop) {
                  loop->timer_user);
 }
 
+static void tell_timer(struct cudaev_loop *loop) {
+  tell_timer_t(loop, cudaev__loop_before_sleep(loop));
+}
+
+/* Passes one cudaev_loop_process call may run back to back when each ends
+ * with "call again now": the spin before sleeping saw the GPU pass a
+ * marker, or a continuation submitted more. Without them each such pass
+ * costs the application's loop one more turn through its poller (a
+ * timerfd read, a callback); bounded, so that the application's other
+ * work is not held back by a stream of completions. */
+#define PROCESS_PASSES 3
+
 CUDAEV_EXPORT void cudaev_loop_process(cudaev_loop_t *loop) {
   if (loop == NULL) return;
   /* One driver at a time: the pass's state has no lock. The address of a
@@ -299,13 +312,27 @@ CUDAEV_EXPORT void cudaev_loop_process(cudaev_loop_t *loop) {
     cudaev__die(
         "two threads drive one loop at once (cudaev_loop_process); a foreign loop has "
         "one driving thread at a time");
-  /* More work ready: make the fd readable so the driving loop returns. */
-  if (cudaev__loop_process(loop)) cudaev__loop_wake(loop);
-  if (was == NULL && loop->closing) {
-    cudaev__loop_close_now(loop); /* the outermost call: the loop is gone after */
-    return;
+  for (int pass = 1;; pass++) {
+    bool more = cudaev__loop_process(loop);
+    if (was == NULL && loop->closing) {
+      cudaev__loop_close_now(loop); /* the outermost call: the loop is gone after */
+      return;
+    }
+    /* Only the outermost call with a deadline callback goes round again
+     * (the others' callers ask cudaev_loop_prepare and come back
+     * themselves); a flood (more) goes back to the application's loop. */
+    if (loop->timer_cb == NULL || was != NULL || more || pass == PROCESS_PASSES) {
+      /* More work ready: make the fd readable so the driving loop returns. */
+      if (more) cudaev__loop_wake(loop);
+      if (loop->timer_cb != NULL) tell_timer(loop);
+      break;
+    }
+    uint64_t t = cudaev__loop_before_sleep(loop);
+    if (t != 0) {
+      tell_timer_t(loop, t);
+      break;
+    }
   }
-  if (loop->timer_cb != NULL) tell_timer(loop);
   if (was == NULL) atomic_store_explicit(&loop->driver, NULL, memory_order_release);
 }
 

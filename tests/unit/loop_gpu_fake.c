@@ -756,6 +756,87 @@ Test(loop_gpu_fake, wakes_just_before_work_is_due_and_spins_into_it) {
   cudaev_loop_destroy(loop);
 }
 
+/* With a deadline callback (push-style foreign mode), a pass whose spin
+ * saw the GPU done is followed by the pass that completes it inside the
+ * same cudaev_loop_process call, instead of a deadline of 0 and one more
+ * turn of the application's loop; a chain of such completions (each
+ * continuation submits the next kernel) gets a bounded number of passes
+ * per call, then "call again now". */
+struct told_ns {
+  int calls;
+  int64_t ns;
+};
+static void told_ns_cb(cudaev_loop_t *loop, int64_t ns, void *u) {
+  struct told_ns *t = u;
+  t->calls++;
+  t->ns = ns;
+}
+struct kchain {
+  cudaev_loop_t *loop;
+  CUstream s;
+  int left, done;
+};
+static void kchain_cb(cudaev_future_t *f, cudaError_t st, void *u) {
+  struct kchain *c = u;
+  c->done++;
+  if (c->left-- <= 0) return;
+  cudaev_future_t *g;
+  cr_assert_eq(kernel(c->loop, c->s, 200, &g), cudaSuccess);
+  cr_assert_eq(cudaev_future_then(g, kchain_cb, c), cudaSuccess);
+  cudaev_future_release(g);
+}
+
+Test(loop_gpu_fake, foreign_process_completes_what_its_spin_saw) {
+  CUstream s;
+  cudaev_future_t *f;
+  uint64_t spun;
+  cudaev_loop_t *loop = learnt_loop(&s, 20000, 200, 8, &f, &spun);
+  drive_until(loop, f);
+  cudaev_future_release(f);
+  usleep(2000);
+  struct told_ns t = {0, 0};
+  cudaev_loop_set_timer_cb(loop, told_ns_cb, &t);
+  cr_expect_eq(t.ns, -1, "nothing pending: no deadline");
+  /* One kernel: taken in, spun for, completed, all in one call. On a
+   * loaded machine the fake GPU may come after the spin window: then the
+   * loop sleeps (a deadline > 0); what must never happen is a deadline of
+   * 0 (the spin saw it) with the kernel not completed. */
+  int in_one_call = 0;
+  for (int i = 0; i < 20; i++) {
+    struct kchain c = {.loop = loop, .s = s, .left = 0};
+    /* Afresh: the loop tells only a deadline that moved (by 10 us), so the
+     * one told by drive_until's last call could stand for this one. */
+    cudaev_loop_set_timer_cb(loop, told_ns_cb, &t);
+    cr_assert_eq(kernel(loop, s, 200, &f), cudaSuccess);
+    cr_assert_eq(cudaev_future_then(f, kchain_cb, &c), cudaSuccess);
+    cudaev_loop_process(loop);
+    if (c.done == 1) {
+      in_one_call++;
+      cr_expect_eq(t.ns, -1, "told %lld: nothing is left", (long long)t.ns);
+    } else {
+      cr_expect_gt(t.ns, 0, "told %lld, and the kernel not completed", (long long)t.ns);
+    }
+    drive_until(loop, f);
+    cudaev_future_release(f);
+  }
+  cr_expect_gt(in_one_call, 0, "no kernel completed in the call that spun for it");
+  /* A chain of 50: a few per call (each call returns to the application). */
+  struct kchain c = {.loop = loop, .s = s, .left = 49};
+  cr_assert_eq(kernel(loop, s, 200, &f), cudaSuccess);
+  cr_assert_eq(cudaev_future_then(f, kchain_cb, &c), cudaSuccess);
+  cudaev_loop_process(loop);
+  cr_expect(c.done < 10, "%d of the chain's kernels in one call", c.done);
+  drive_until(loop, f);
+  cudaev_future_release(f);
+  while (c.done < 50) {
+    struct pollfd p = {.fd = cudaev_loop_fd(loop), .events = POLLIN};
+    poll(&p, 1, t.ns < 0 ? 50 : (int)((t.ns + 999999) / 1000000));
+    cudaev_loop_process(loop);
+  }
+  cudaev_loop_set_timer_cb(loop, NULL, NULL);
+  cudaev_loop_destroy(loop);
+}
+
 Test(loop_gpu_fake, foreign_loop_sleeps_and_is_woken_by_armed_host_function) {
   CUstream s;
   cudaev_loop_t *loop = foreign_with_stream(&s);
