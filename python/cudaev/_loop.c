@@ -236,22 +236,15 @@ static PyObject *loop_stats(PyObject *self, PyObject *unused) {
       "watchdog_errors", (unsigned long long)st.watchdog_errors, "gpu_latency_log2_ns", hist);
 }
 
-/* wait()'s own passes: the first takes f in and may spin; when the spin
- * saw the GPU done (the library asks for a pass now, deadline 0), another
- * completes f here rather than on the next turn of the asyncio loop. Only
- * the last deadline reaches Python (one call instead of one per pass). */
-static void inline_passes(Loop *lp, cudaev_future_t *f) {
+/* wait()'s own pass: it takes f in and may spin; when the spin saw the
+ * GPU done, the library's next pass, inside the same process() call,
+ * completes f here rather than on the next turn of the asyncio loop. The
+ * deadline is held during the call and told once after it. */
+static void inline_pass(Loop *lp) {
   lp->hold_timer = 1;
   lp->held = 0;
-  for (int i = 0; i < 3 && lp->l != NULL; i++) {
-    int told = lp->held;
-    lp->held = 0;
-    PyObject *none = loop_process((PyObject *)lp, NULL);
-    Py_XDECREF(none);
-    /* Nothing told in this pass: the previous deadline stands. */
-    if (!lp->held) lp->held = told;
-    if (cudaev_future_ready(f) || !(lp->held && lp->held_ns == 0)) break;
-  }
+  PyObject *none = loop_process((PyObject *)lp, NULL);
+  Py_XDECREF(none);
   lp->hold_timer = 0;
   if (lp->held && lp->l != NULL) tell_deadline(lp, lp->held_ns);
 }
@@ -300,7 +293,7 @@ static PyObject *loop_gpu(Loop *lp, PyObject *args, int event) {
    * latency case): with others outstanding, a spin here would hold back the
    * tasks that enqueue the next work, and their completions wake the loop
    * anyway. Not inside a pass already (a continuation calling wait). */
-  if (lp->depth == 0 && lp->waits == 1) inline_passes(lp, f);
+  if (lp->depth == 0 && lp->waits == 1) inline_pass(lp);
   return r;
 }
 
