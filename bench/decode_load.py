@@ -5,7 +5,10 @@ examples/python_service/server.py), the three --wait modes in one run.
 For each mode it starts the service (one worker), measures its CPU with no
 request (idle), then for each concurrency (1, 16, 64 streams by default)
 opens that many streams of --tokens tokens at once, --repeats times, and
-records: tokens/s (all tokens over the wall time of the round), time to
+records (with --starts N, each mode's service is started N times, the
+modes' order rotated at each start: on a VM a service's speed differs from
+one start to the next by more than the modes differ, so the spread must
+include it): tokens/s (all tokens over the wall time of the round), time to
 first token, the gaps between a stream's tokens (inter-token latency, p50
 and p99 over every gap of the round), and the service's CPU (user + system
 of the master and its workers, from /proc/PID/stat, over the round) in
@@ -53,7 +56,10 @@ def parse_args(argv=None):
     p.add_argument("--streams", default="1,16,64", help="concurrencies (default 1,16,64)")
     p.add_argument("--tokens", type=int, default=256, help="tokens per stream (default 256)")
     p.add_argument("--prompt-len", type=int, default=8, help="prompt tokens (default 8)")
-    p.add_argument("--repeats", type=int, default=3, help="rounds per concurrency (default 3)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="rounds per concurrency and start (default 3)")
+    p.add_argument("--starts", type=int, default=1,
+                   help="service starts per mode, modes rotated (default 1)")
     p.add_argument("--idle-s", type=float, default=3.0, help="idle CPU window (default 3 s)")
     p.add_argument("--model-device", default="cuda", choices=("cuda", "cpu"))
     p.add_argument("--server-arg", action="append", default=[],
@@ -64,6 +70,7 @@ def parse_args(argv=None):
     a = p.parse_args(argv)
     if a.quick:
         a.model_device, a.tokens, a.repeats, a.idle_s = "cpu", 16, 1, 2.0
+        a.starts = min(a.starts, 2)
         if a.streams == "1,16,64":
             a.streams = "1,4"
     a.modes = [m for m in a.modes.split(",") if m]
@@ -71,6 +78,8 @@ def parse_args(argv=None):
     for m in a.modes:
         if m not in MODES:
             p.error(f"--modes: '{m}' is not one of {', '.join(MODES)}")
+    if a.starts < 1 or a.repeats < 1:
+        p.error("--starts and --repeats: at least 1")
     return a
 
 
@@ -244,6 +253,24 @@ def run_mode(args, mode, ps, answers):
     return out
 
 
+def merge_starts(mode, runs):
+    """One mode's result over its service starts: every round, the median
+    idle CPU, and each start's error or bad stream."""
+    out = {"mode": mode, "rounds": [rnd for r in runs for rnd in r["rounds"]],
+           "starts": len(runs)}
+    idle = [r["idle_cores"] for r in runs if r.get("idle_cores") is not None]
+    if idle:
+        out["idle_cores"] = statistics.median(idle)
+        out["idle_cores_each"] = idle
+    errors = [f"start {i + 1}: {r['error']}" for i, r in enumerate(runs) if r.get("error")]
+    if errors:
+        out["error"] = "; ".join(errors)
+    bad = [b for r in runs for b in r.get("bad", [])]
+    if bad:
+        out["bad"] = bad
+    return out
+
+
 def check_answers(args, ps, answers):
     """Every distinct answer for each prompt, against the reference."""
     import decode_model
@@ -272,7 +299,8 @@ def median_spread(rounds, key):
 
 def report(args, results, check):
     lines = [f"# Decode loop: {args.tokens} tokens per stream, --model-device "
-             f"{args.model_device}, {args.repeats} round(s) each (median, min..max)", "",
+             f"{args.model_device}, {args.starts} start(s) of each service x {args.repeats} "
+             "round(s) (median, min..max)", "",
              "| --wait | streams | tokens/s | TTFT p50 ms | inter-token p50 ms | "
              "inter-token p99 ms | server CPU (cores) | idle CPU (% core) |",
              "|---|---|---|---|---|---|---|---|"]
@@ -373,11 +401,20 @@ def main(argv=None):
     args = parse_args(argv)
     ps = prompts(max(args.streams), args.prompt_len)
     answers, results = {}, []
+    by_mode = {}
+    for start in range(args.starts):
+        k = start % len(args.modes)
+        for mode in args.modes[k:] + args.modes[:k]:
+            t = time.monotonic()
+            r = run_mode(args, mode, ps, answers)
+            for rnd in r["rounds"]:
+                rnd["start"] = start
+            print(f"decode_load: --wait {mode}, start {start + 1}/{args.starts}: "
+                  f"{time.monotonic() - t:.1f} s" + (f" ({r['error']})" if r.get("error") else ""),
+                  flush=True)
+            by_mode.setdefault(mode, []).append(r)
     for mode in args.modes:
-        t = time.monotonic()
-        results.append(run_mode(args, mode, ps, answers))
-        print(f"decode_load: --wait {mode}: {time.monotonic() - t:.1f} s"
-              + (f" ({results[-1]['error']})" if results[-1].get("error") else ""), flush=True)
+        results.append(merge_starts(mode, by_mode[mode]))
     check = check_answers(args, ps, answers) if args.check and answers else None
     md = report(args, results, check)
     with open(args.out + ".json", "w") as f:
