@@ -315,10 +315,10 @@ void cudaev_loop_set_timer_cb(cudaev_loop_t *loop,
 /* Foreign mode: does everything that is ready (drains the fd, submitted
  * work, GPU completions, continuations, the error watchdog). Never blocks
  * (except inside user callbacks). With a deadline callback
- * (cudaev_loop_set_timer_cb), a pass that ends with more ready (the spin
- * before sleeping saw the GPU finish) is followed by another within the
- * same call, up to three passes, so that the completion does not wait for
- * another turn of the application's loop. A call with nothing ready (a spurious
+ * (cudaev_loop_set_timer_cb), when a pass ran no continuation and the spin
+ * before sleeping then saw the GPU finish, the pass that completes it runs
+ * within the same call (up to three passes), rather than after another
+ * turn of the application's loop. A call with nothing ready (a spurious
  * wakeup, a timer that fired early) does nothing and is harmless.
  * Thread: loop (one thread at a time: a second thread calling it while
  * another is inside prints "cudaev: two threads drive one loop at once"

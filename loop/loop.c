@@ -293,12 +293,14 @@ static void tell_timer(struct cudaev_loop *loop) {
   tell_timer_t(loop, cudaev__loop_before_sleep(loop));
 }
 
-/* Passes one cudaev_loop_process call may run back to back when each ends
- * with "call again now": the spin before sleeping saw the GPU pass a
- * marker, or a continuation submitted more. Without them each such pass
- * costs the application's loop one more turn through its poller (a
- * timerfd read, a callback); bounded, so that the application's other
- * work is not held back by a stream of completions. */
+/* Passes one cudaev_loop_process call may run back to back: after a pass
+ * that ran no continuation, when the loop's check before sleeping says
+ * "call again now" (its spin saw the GPU pass a marker). Without the next
+ * pass here, the completion would cost the application's loop one more
+ * turn through its poller (a timerfd read, a callback). A pass that ran
+ * continuations returns: the application may have work to do because of
+ * them (an awaiting task to resume, the next GPU work to enqueue), and
+ * holding it for the next completion would starve the GPU. */
 #define PROCESS_PASSES 3
 
 CUDAEV_EXPORT void cudaev_loop_process(cudaev_loop_t *loop) {
@@ -313,7 +315,9 @@ CUDAEV_EXPORT void cudaev_loop_process(cudaev_loop_t *loop) {
         "two threads drive one loop at once (cudaev_loop_process); a foreign loop has "
         "one driving thread at a time");
   for (int pass = 1;; pass++) {
+    uint64_t ran = atomic_load_explicit(&loop->st.completions, memory_order_relaxed);
     bool more = cudaev__loop_process(loop);
+    ran = atomic_load_explicit(&loop->st.completions, memory_order_relaxed) - ran;
     if (was == NULL && loop->closing) {
       cudaev__loop_close_now(loop); /* the outermost call: the loop is gone after */
       return;
@@ -321,7 +325,7 @@ CUDAEV_EXPORT void cudaev_loop_process(cudaev_loop_t *loop) {
     /* Only the outermost call with a deadline callback goes round again
      * (the others' callers ask cudaev_loop_prepare and come back
      * themselves); a flood (more) goes back to the application's loop. */
-    if (loop->timer_cb == NULL || was != NULL || more || pass == PROCESS_PASSES) {
+    if (loop->timer_cb == NULL || was != NULL || more || ran != 0 || pass == PROCESS_PASSES) {
       /* More work ready: make the fd readable so the driving loop returns. */
       if (more) cudaev__loop_wake(loop);
       if (loop->timer_cb != NULL) tell_timer(loop);
