@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Where a decode step's time goes, per --wait mode: the decode loop
+(bench/decode_load.py, one round a start) with a tracer in the service
+(decode_trace/sitecustomize.py) that times each step's wait against the
+GPU's own completion of the step (bench's libwait_watch.so: a thread
+spinning on the step's CUDA event).
+
+For each mode and batch size it reports, over the steps after the first 20
+of each start: how long after the wait's call the GPU finished; how long
+after the GPU finished the engine resumed (the wait path's own cost, the
+poller's included); the engine's time between waits and its parts (the
+output read, the token writes, the step boundary, the next step's enqueue,
+the rest: the event loop's turn); for cudaev, which reader call saw the
+completion (the timerfd's hybrid wake, the eventfd of an armed host
+function, or the wait's own call) and the loop's passes per step.
+
+  python3 bench/decode_trace.py --watch .gpu/build/bench/libwait_watch.so \\
+      --modes cudaev,poll --starts 2 --out trace
+
+The watcher costs a core: compare modes with each other here, never with an
+untraced run's CPU or tokens/s. Writes PREFIX.md and PREFIX.json.
+"""
+import argparse
+import bisect
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVICE = os.path.join(os.path.dirname(HERE), "examples", "python_service")
+PARTS = ("result", "_deliver", "_boundary", "enqueue")
+WARMUP_STEPS = 20
+
+
+def pct(xs, q):
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q / 100 * len(xs)))]
+
+
+def analyze_one(trace):
+    """Per batch size, the numbers of one process's trace (dict as written
+    by the tracer): lists of microseconds and counts, pooled later."""
+    steps = trace["steps"]
+    parts = sorted(trace.get("parts", []), key=lambda p: p[1])
+    readers = sorted(trace.get("readers", []), key=lambda r: r[1])
+    p_at, r_at = [p[1] for p in parts], [r[1] for r in readers]
+    seen = {}
+    out = {}
+    for i, s in enumerate(steps):
+        n = s["n"]
+        seen[n] = seen.get(n, 0) + 1
+        if seen[n] <= WARMUP_STEPS:
+            continue
+        g = out.setdefault(n, {"gpu_after_call": [], "resume_after_done": [], "between": [],
+                               "parts": {k: [] for k in PARTS + ("other",)},
+                               "via": {}, "readers": [], "passes": []})
+        if s["gpu_done"]:
+            g["gpu_after_call"].append((s["gpu_done"] - s["call"]) / 1e3)
+            g["resume_after_done"].append((s["resume"] - s["gpu_done"]) / 1e3)
+        if "loop" in s:
+            g["passes"].append(s["loop"]["passes"])
+            # Reader calls during the wait; the first that ended after the
+            # GPU finished is the one that saw it (none: the wait's own call).
+            j = bisect.bisect_left(r_at, s["call"])
+            calls = []
+            while j < len(readers) and readers[j][1] < s["resume"]:
+                calls.append(readers[j])
+                j += 1
+            g["readers"].append(len(calls))
+            if s["gpu_done"]:
+                first = next((c for c in calls if c[2] >= s["gpu_done"]), None)
+                via = "in the call" if first is None else first[0]
+                g["via"][via] = g["via"].get(via, 0) + 1
+        nxt = steps[i + 1] if i + 1 < len(steps) else None
+        if nxt is None or nxt["n"] != n:
+            continue
+        gap = (nxt["call"] - s["resume"]) / 1e3
+        g["between"].append(gap)
+        j = bisect.bisect_left(p_at, s["resume"])
+        acc = dict.fromkeys(PARTS, 0.0)
+        while j < len(parts) and parts[j][1] < nxt["call"]:
+            acc[parts[j][0]] += (parts[j][2] - parts[j][1]) / 1e3
+            j += 1
+        for k in PARTS:
+            g["parts"][k].append(acc[k])
+        g["parts"]["other"].append(gap - sum(acc.values()))
+    return out
+
+
+def pool(results):
+    """Merges analyze_one results (one per process) into one."""
+    out = {}
+    for r in results:
+        for n, g in r.items():
+            o = out.setdefault(n, {"gpu_after_call": [], "resume_after_done": [], "between": [],
+                                   "parts": {k: [] for k in PARTS + ("other",)}, "via": {},
+                                   "readers": [], "passes": [], "between_p50_each": []})
+            for k in ("gpu_after_call", "resume_after_done", "between", "readers", "passes"):
+                o[k] += g[k]
+            for k, v in g["parts"].items():
+                o["parts"][k] += v
+            for k, v in g["via"].items():
+                o["via"][k] = o["via"].get(k, 0) + v
+            if g["between"]:
+                o["between_p50_each"].append(pct(g["between"], 50))
+    return out
+
+
+def summary(pooled):
+    """The table's numbers per batch size."""
+    rows = {}
+    for n, g in sorted(pooled.items()):
+        if not g["resume_after_done"]:
+            continue
+        r = {"steps": len(g["resume_after_done"]),
+             "gpu_after_call_p50": pct(g["gpu_after_call"], 50)}
+        for q in (50, 90, 99):
+            r[f"resume_p{q}"] = pct(g["resume_after_done"], q)
+        r["resume_mean"] = statistics.mean(g["resume_after_done"])
+        r["between_p50"] = pct(g["between"], 50)
+        r["between_mean"] = statistics.mean(g["between"]) if g["between"] else float("nan")
+        r["between_p50_each"] = g["between_p50_each"]
+        r["parts_p50"] = {k: pct(v, 50) for k, v in g["parts"].items()}
+        if g["passes"]:
+            total = sum(g["via"].values())
+            r["via"] = {k: v / total for k, v in sorted(g["via"].items())} if total else {}
+            r["readers_per_step"] = statistics.mean(g["readers"])
+            r["passes_per_step"] = statistics.mean(g["passes"])
+        rows[n] = r
+    return rows
+
+
+def load(prefix):
+    traces = []
+    for path in sorted(glob.glob(glob.escape(prefix) + ".*")):
+        with open(path) as f:
+            t = json.load(f)
+        if t.get("steps"):
+            traces.append(t)
+    return traces
+
+
+def report(table):
+    lines = ["| --wait | batch | steps | GPU done after the call, p50 us | resumed after the GPU "
+             "finished, p50 / p90 / p99 / mean us | between waits p50 / mean us (p50 of each "
+             "start) | of which result / _deliver / _boundary / enqueue / rest, p50 us | "
+             "cudaev: completion seen by; reader calls, passes a step |",
+             "|---|---|---|---|---|---|---|---|"]
+    for mode, rows in table.items():
+        for n, r in rows.items():
+            p = r["parts_p50"]
+            each = ", ".join(f"{x:.0f}" for x in r["between_p50_each"])
+            via = ""
+            if "via" in r:
+                via = (", ".join(f"{k} {100 * v:.0f} %" for k, v in r["via"].items())
+                       + f"; {r['readers_per_step']:.2f}, {r['passes_per_step']:.2f}")
+            lines.append(
+                f"| {mode} | {n} | {r['steps']} | {r['gpu_after_call_p50']:.0f} | "
+                f"{r['resume_p50']:.1f} / {r['resume_p90']:.1f} / {r['resume_p99']:.1f} / "
+                f"{r['resume_mean']:.1f} | {r['between_p50']:.0f} / {r['between_mean']:.0f} "
+                f"({each}) | {p['result']:.0f} / {p['_deliver']:.0f} / {p['_boundary']:.0f} / "
+                f"{p['enqueue']:.0f} / {p['other']:.0f} | {via} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--watch", required=True, help="bench's libwait_watch.so")
+    ap.add_argument("--modes", default="cudaev,poll")
+    ap.add_argument("--starts", type=int, default=2, help="service starts per mode (default 2)")
+    ap.add_argument("--streams", default="1,16,64")
+    ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--server-arg", action="append", default=[])
+    ap.add_argument("--out", default="decode-trace", help="output prefix")
+    a = ap.parse_args(argv)
+    modes = [m for m in a.modes.split(",") if m]
+    env = dict(os.environ, DECODE_TRACE_WATCH=os.path.abspath(a.watch),
+               DECODE_TRACE_SERVICE=SERVICE,
+               PYTHONPATH=os.pathsep.join(
+                   [os.path.join(HERE, "decode_trace")]
+                   + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    prefixes = {m: [] for m in modes}
+    for start in range(a.starts):
+        k = start % len(modes)
+        for mode in modes[k:] + modes[:k]:
+            prefix = os.path.abspath(f"{a.out}-{mode}-{start}")
+            cmd = [sys.executable, os.path.join(HERE, "decode_load.py"), "--modes", mode,
+                   "--streams", a.streams, "--repeats", "1", "--tokens", str(a.tokens),
+                   "--idle-s", "0.5", "--no-check", "--out", prefix + "-load"]
+            cmd += [f"--server-arg={s}" for s in a.server_arg]
+            r = subprocess.run(cmd, env=dict(env, DECODE_TRACE=prefix + ".trace"),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            print(f"decode_trace: --wait {mode}, start {start + 1}: exit {r.returncode}",
+                  flush=True)
+            if r.returncode != 0:
+                print(r.stdout[-2000:])
+            prefixes[mode].append(prefix + ".trace")
+    table = {}
+    for mode in modes:
+        traces = [t for p in prefixes[mode] for t in load(p)]
+        table[mode] = summary(pool([analyze_one(t) for t in traces]))
+    md = report(table)
+    with open(a.out + ".md", "w") as f:
+        f.write(md)
+    with open(a.out + ".json", "w") as f:
+        json.dump({str(m): {str(n): r for n, r in rows.items()} for m, rows in table.items()},
+                  f, indent=1)
+    print(md)
+    return 0 if all(table.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
