@@ -178,6 +178,8 @@ def main(argv=None):
     ap.add_argument("--server-arg", action="append", default=[])
     ap.add_argument("--out", default="decode-trace", help="output prefix")
     a = ap.parse_args(argv)
+    if not os.path.isfile(a.watch):
+        ap.error(f"--watch: no file {a.watch} (bench's libwait_watch.so, built with the tree)")
     modes = [m for m in a.modes.split(",") if m]
     env = dict(os.environ, DECODE_TRACE_WATCH=os.path.abspath(a.watch),
                DECODE_TRACE_SERVICE=SERVICE,
