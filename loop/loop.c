@@ -271,9 +271,7 @@ CUDAEV_EXPORT int cudaev_loop_prepare(cudaev_loop_t *loop) {
 /* Push-style deadline (curl's CURLMOPT_TIMERFUNCTION): after a pass, the
  * sources' before_sleep (spin, arm wakeups, nearest deadline) as the
  * application would call cudaev_loop_prepare before blocking; the callback
- * hears when the absolute deadline moved. */
-/* Tells timer_cb the deadline t (before_sleep's answer), unless it is the
- * one told last. */
+ * hears the answer t when the absolute deadline moved. */
 static void tell_timer_t(struct cudaev_loop *loop, uint64_t t) {
   uint64_t at = t == UINT64_MAX ? UINT64_MAX : cudaev__now_ns() + t;
   /* The same deadline read a few us later is no news (10 us slack). */
