@@ -156,41 +156,13 @@ PY
     maxthr=$(sort -n "$work/threads" | tail -n 1)
     c1=$(cpu_s "$pid")
     curl_metrics "$work/m1" || true
-    python3 - "$kind" "$c" "$c0" "$c1" "${maxthr:-0}" "$work/m0" "$work/m1" "$line" >>"$csv" <<'PY'
+    python3 - "$here" "$kind" "$c" "$c0" "$c1" "${maxthr:-0}" "$work/m0" "$work/m1" "$line" >>"$csv" <<'PY'
 import json, sys
-kind, c, c0, c1, thr, m0, m1, line = sys.argv[1:]
-def load(p):
-    v = {}
-    try:
-        for l in open(p):
-            if l and not l.startswith("#"):
-                k, _, x = l.rpartition(" ")
-                v[k] = float(x)
-    except OSError:
-        pass
-    return v
+here, kind, c, c0, c1, thr, m0, m1, line = sys.argv[1:]
+sys.path.insert(0, here)
+from prom_hist import load, p99_ms
 a, b = load(m0), load(m1)
 d = lambda k: b.get(k, 0) - a.get(k, 0)
-
-
-def p99_ms(hist="infer_request_duration_seconds"):
-    """The p99 of one of the service's histograms over the point: the upper
-    bound of the bucket holding the 99th percentile ("" when the service has
-    no such histogram). infer_request_duration_seconds (headers read to
-    answer queued), beside wrk's p99, tells a wait inside the request's
-    handling from one before it is read or after it is answered; with
-    --socket-timing, infer_socket_wait_seconds and infer_send_wait_seconds
-    tell those two apart."""
-    name = hist + "_bucket{le="
-    buckets = sorted((float(k[len(name) + 1:-2]), d(k)) for k in b
-                     if k.startswith(name) and "Inf" not in k)
-    n = d(hist + "_count")
-    for le, cum in buckets:
-        if n and cum >= 0.99 * n:
-            return f"{le * 1e3:g}"
-    return ""
-
-
 try:
     w = json.loads(line)
 except ValueError:
@@ -201,12 +173,16 @@ errors = w["errors_connect"] + w["errors_read"] + w["errors_write"] + w["errors_
 rows, gpu = d("infer_batch_rows_total"), d("infer_gpu_seconds_total")
 lat_n, lat_s = d("infer_request_duration_seconds_count"), d("infer_request_duration_seconds_sum")
 batches = d("infer_batch_size_count")
+# The service's own p99s (prom_hist.py): a request's handling, and with
+# --socket-timing its wait in the socket before it is read and after its
+# answer is ready; beside wrk's p99 they tell where a tail is.
+own = ",".join(p99_ms(a, b, h) for h in ("infer_request_duration_seconds",
+                                         "infer_socket_wait_seconds", "infer_send_wait_seconds"))
 print(f"{kind},{c},{w['requests'] / secs:.1f},{w['p50_us'] / 1e3:.3f},{w['p99_us'] / 1e3:.3f},"
       f"{w['p999_us'] / 1e3:.3f},{w['max_us'] / 1e3:.3f},{errors},"
       f"{(float(c1) - float(c0)) / secs:.2f},{thr},"
       f"{gpu / rows * 1e3 if rows else 0:.4f},{lat_s / lat_n * 1e3 if lat_n else 0:.3f},"
-      f"{rows / batches if batches else 0:.1f},{w['requests']},{p99_ms()},"
-      f"{p99_ms('infer_socket_wait_seconds')},{p99_ms('infer_send_wait_seconds')}")
+      f"{rows / batches if batches else 0:.1f},{w['requests']},{own}")
 PY
     say "  $(tail -n 1 "$csv")"
   done

@@ -31,7 +31,8 @@
 #   SERVE_WORKERS        W: Python workers and the C service's loop threads (default 4)
 #   SERVE_PY             the Python with torch, aiohttp, uvloop (default python3)
 #   SERVE_PY_ARGS        more flags for the Python service (default none)
-#   SERVE_ARGS           more flags for the C servers (default none)
+#   SERVE_ARGS           more flags for the C servers (default none; with --socket-timing
+#                        the report adds the C service's own p99 waits in the socket)
 #   CUDAEV_NVIDIA_CUDART NVIDIA's library (default /usr/local/cuda/lib64/libcudart.so.13)
 #   WRK                  wrk binary (default: wrk on PATH, else .device/wrk/wrk)
 # With the defaults: 20 points x (5 + ~2) s plus five start-ups, about 3 minutes.
@@ -87,7 +88,7 @@ raw=$out/serve_py-raw.txt
 csv=$out/serve_py.csv
 : >"$log"
 : >"$raw"
-echo "server,connections,rps,p50_ms,p99_ms,p999_ms,max_ms,errors,cpu_cores,threads,requests" >"$csv"
+echo "server,connections,rps,p50_ms,p99_ms,p999_ms,max_ms,errors,cpu_cores,threads,requests,server_p99_ms,socket_p99_ms,send_p99_ms" >"$csv"
 say() { echo "$*" | tee -a "$log"; }
 
 # CPU seconds (user + system) of a process and everything under it.
@@ -150,6 +151,13 @@ stop_server() {
   [ "$rc" = 0 ] || say "  (server exited $rc)"
 }
 
+# The C servers' /metrics into a file (one process: one scrape sees all of
+# it; a Python worker's would see only its own), for prom_hist.py.
+scrape() { # kind file
+  rm -f "$2"
+  case $1 in async | twin) curl -sf --max-time 30 "http://127.0.0.1:$port/metrics" -o "$2" || true ;; esac
+}
+
 run_wrk() { # connections seconds -> the SERVE line
   local c=$1 d=$2 t=${SERVE_THREADS:-8}
   [ "$t" -gt "$c" ] && t=$c
@@ -172,6 +180,7 @@ for kind in $order; do
   start_server "$kind" || continue
   [ "$warm" -gt 0 ] && run_wrk 16 "$warm" >/dev/null
   for c in $conns; do
+    scrape "$kind" "$work/m0"
     c0=$(cpu_s "$pid")
     ( while kill -0 "$pid" 2>/dev/null; do threads "$pid"; sleep 0.5; done ) >"$work/threads" &
     sampler=$!
@@ -179,21 +188,30 @@ for kind in $order; do
     kill "$sampler" 2>/dev/null
     wait "$sampler" 2>/dev/null
     c1=$(cpu_s "$pid")
+    scrape "$kind" "$work/m1"
     thr=$(sort -n "$work/threads" | tail -n 1)
-    python3 - "$kind" "$c" "$c0" "$c1" "${thr:-0}" "$line" >>"$csv" <<'PY'
+    python3 - "$here" "$kind" "$c" "$c0" "$c1" "${thr:-0}" "$work/m0" "$work/m1" "$line" >>"$csv" <<'PY'
 import json, sys
-kind, c, c0, c1, thr, line = sys.argv[1:]
+here, kind, c, c0, c1, thr, m0, m1, line = sys.argv[1:]
+sys.path.insert(0, here)
+from prom_hist import load, p99_ms
 try:
     w = json.loads(line)
 except ValueError:
-    print(f"{kind},{c},,,,,,,,,")
+    print(f"{kind},{c},,,,,,,,,,,,")
     sys.exit()
+# The C service's own p99s: its handling, and with --socket-timing in
+# SERVE_ARGS the waits in the socket before a request is read and after its
+# answer is ready (empty for the Python servers and what a server lacks).
+a, b = load(m0), load(m1)
+own = ",".join(p99_ms(a, b, h) for h in ("infer_request_duration_seconds",
+                                         "infer_socket_wait_seconds", "infer_send_wait_seconds"))
 secs = w["duration_us"] / 1e6
 errors = sum(w[k] for k in ("errors_connect", "errors_read", "errors_write", "errors_status",
                             "errors_timeout"))
 print(f"{kind},{c},{w['requests'] / secs:.1f},{w['p50_us'] / 1e3:.3f},{w['p99_us'] / 1e3:.3f},"
       f"{w['p999_us'] / 1e3:.3f},{w['max_us'] / 1e3:.3f},{errors},"
-      f"{(float(c1) - float(c0)) / secs:.2f},{thr},{w['requests']}")
+      f"{(float(c1) - float(c0)) / secs:.2f},{thr},{w['requests']},{own}")
 PY
     say "  $(tail -n 1 "$csv")"
   done

@@ -25,7 +25,11 @@ COLUMNS = [("server", "server"), ("connections", "conns"), ("rps", "req/s"),
 
 
 NUMERIC = ("rps", "p50_ms", "p99_ms", "p999_ms", "max_ms", "errors", "cpu_cores", "threads",
-           "requests")
+           "requests", "server_p99_ms", "socket_p99_ms", "send_p99_ms")
+# The C servers' own p99s (bench/prom_hist.py), shown when a row has one.
+OWN = [("server", "server"), ("connections", "conns"), ("p99_ms", "wrk's p99"),
+       ("server_p99_ms", "handling (head read to answer queued)"),
+       ("socket_p99_ms", "in the socket before read"), ("send_p99_ms", "answer ready to written")]
 
 
 def merge_rounds(rows):
@@ -42,7 +46,7 @@ def merge_rounds(rows):
             vals = [num(r.get(k, "")) for r in rs]
             vals = [v for v in vals if v is not None]
             m[k] = f"{statistics.median(vals):g}" if vals else ""
-            if k in ("rps", "p50_ms"):
+            if k in ("rps", "p50_ms") or k in (o for o, _ in OWN):
                 m[k + "_all"] = vals
         out.append(m)
     return out
@@ -110,8 +114,22 @@ def main():
             cells.append(v or "-")
         lines.append("| " + " | ".join(cells) + " |")
     if nrounds > 1:
-        lines += ["", f"Medians over {nrounds} rounds (min..max for req/s and p50); each round "
-                  "ran every server once, orders rotated."]
+        lines += ["", f"Medians over {nrounds} rounds (min..max for req/s, p50 and p99); "
+                  "each round ran every server once, orders rotated."]
+    own = [r for r in rows if r.get("server_p99_ms")]
+    if own:
+        lines += ["", "The C servers' own p99, ms (their histograms' bucket bounds; the socket "
+                  "waits with --socket-timing in SERVE_ARGS), medians and min..max over the "
+                  "rounds:", "",
+                  "| " + " | ".join(h for _, h in OWN) + " |", "|" + "---|" * len(OWN)]
+        for r in own:
+            cells = []
+            for k, _ in OWN:
+                v, spread = r.get(k) or "-", r.get(k + "_all") or []
+                if len(spread) > 1:  # a bad round shows in the max
+                    v += f" ({min(spread):g}..{max(spread):g})"
+                cells.append(v)
+            lines.append("| " + " | ".join(cells) + " |")
     vs = verdicts(rows)
     ok = all(v for v, _ in vs)
     lines += ["", "Targets (py-cudaev against its twins):", ""]
