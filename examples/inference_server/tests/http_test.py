@@ -533,6 +533,13 @@ def t_socket_timing(args):
         rng = random.Random(2)
         c = s.conn()
         infer_ok(s, rng, 10, conn=c)
+        # The client has the 10th answer once the service's send returned,
+        # and the service counts its send wait just after: stopped in
+        # between, that answer would show the stop. Wait for the count.
+        deadline = time.monotonic() + 10
+        while s.metrics().get("infer_send_wait_seconds_count") != 10:
+            check(time.monotonic() < deadline, "10 send waits counted within 10 s")
+            time.sleep(0.01)
         # One request written while every thread of the service is stopped:
         # its bytes wait in the socket until SIGCONT.
         x = rand_input(s.model, rng)
