@@ -272,7 +272,7 @@ CUDAEV_EXPORT int cudaev_loop_prepare(cudaev_loop_t *loop) {
  * sources' before_sleep (spin, arm wakeups, nearest deadline) as the
  * application would call cudaev_loop_prepare before blocking; the callback
  * hears the answer t when the absolute deadline moved. */
-static void tell_timer_t(struct cudaev_loop *loop, uint64_t t) {
+static void tell_timer(struct cudaev_loop *loop, uint64_t t) {
   uint64_t at = t == UINT64_MAX ? UINT64_MAX : cudaev__now_ns() + t;
   /* The same deadline read a few us later is no news (10 us slack). */
   uint64_t told = loop->timer_told;
@@ -285,10 +285,6 @@ static void tell_timer_t(struct cudaev_loop *loop, uint64_t t) {
                  : t > INT64_MAX ? INT64_MAX
                                  : (int64_t)t,
                  loop->timer_user);
-}
-
-static void tell_timer(struct cudaev_loop *loop) {
-  tell_timer_t(loop, cudaev__loop_before_sleep(loop));
 }
 
 /* Passes one cudaev_loop_process call may run back to back: after a pass
@@ -320,18 +316,15 @@ CUDAEV_EXPORT void cudaev_loop_process(cudaev_loop_t *loop) {
       cudaev__loop_close_now(loop); /* the outermost call: the loop is gone after */
       return;
     }
-    /* Only the outermost call with a deadline callback goes round again
-     * (the others' callers ask cudaev_loop_prepare and come back
-     * themselves); a flood (more) goes back to the application's loop. */
-    if (loop->timer_cb == NULL || was != NULL || more || ran != 0 || pass == PROCESS_PASSES) {
-      /* More work ready: make the fd readable so the driving loop returns. */
-      if (more) cudaev__loop_wake(loop);
-      if (loop->timer_cb != NULL) tell_timer(loop);
-      break;
-    }
+    /* More work ready: make the fd readable so the driving loop returns. */
+    if (more) cudaev__loop_wake(loop);
+    if (loop->timer_cb == NULL) break;
     uint64_t t = cudaev__loop_before_sleep(loop);
-    if (t != 0) {
-      tell_timer_t(loop, t);
+    /* Another pass here only for "call again now" after a quiet pass, in
+     * the outermost call (a nested one's caller comes back itself); a
+     * flood (more) goes back to the application's loop. */
+    if (t != 0 || was != NULL || more || ran != 0 || pass == PROCESS_PASSES) {
+      tell_timer(loop, t);
       break;
     }
   }
@@ -351,7 +344,7 @@ CUDAEV_EXPORT void cudaev_loop_set_timer_cb(cudaev_loop_t *loop,
   loop->timer_cb = cb;
   loop->timer_user = user;
   loop->timer_told = UINT64_MAX - 1; /* differs from any deadline: the next pass tells */
-  if (cb != NULL) tell_timer(loop);
+  if (cb != NULL) tell_timer(loop, cudaev__loop_before_sleep(loop));
 }
 
 CUDAEV_EXPORT void cudaev_loop_ref(cudaev_loop_t *loop) {
