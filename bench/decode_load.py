@@ -179,17 +179,10 @@ def scrape(url):
     """The service's unlabelled metrics (/metrics) as {name: value}."""
     import urllib.request  # noqa: PLC0415
 
+    from prom_hist import parse  # noqa: PLC0415
+
     with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
-        text = r.read().decode()
-    out = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and not line.startswith("#") and "{" not in parts[0]:
-            try:
-                out[parts[0]] = float(parts[1])
-            except ValueError:
-                pass
-    return out
+        return {k: v for k, v in parse(r.read().decode()).items() if "{" not in k}
 
 
 LOOP_KEYS = ("cudaev_loop_passes_total", "cudaev_loop_wakeups_total",

@@ -29,17 +29,12 @@ import statistics
 import subprocess
 import sys
 
+from decode_load import pct  # the percentile the decode load test reports
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVICE = os.path.join(os.path.dirname(HERE), "examples", "python_service")
 PARTS = ("result", "_deliver", "_boundary", "enqueue")
 WARMUP_STEPS = 20
-
-
-def pct(xs, q):
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q / 100 * len(xs)))]
 
 
 def analyze_one(trace):

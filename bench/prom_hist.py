@@ -14,22 +14,28 @@ infer_request_duration_seconds (headers read to answer queued) and, with
 import sys
 
 
-def load(path):
-    """{metric line's name (with labels): value} of one scrape; {} when the
-    file is missing (the scrape failed)."""
+def parse(text):
+    """{sample name (labels kept): value} of Prometheus text; a name that
+    occurs more than once (several workers' scrapes concatenated) is summed."""
     out = {}
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            try:
+                out[name] = out.get(name, 0.0) + float(value)
+            except ValueError:
+                pass
+    return out
+
+
+def load(path):
+    """parse() of one scrape saved in a file; {} when the file is missing
+    (the scrape failed)."""
     try:
         with open(path) as f:
-            for line in f:
-                if line.strip() and not line.startswith("#"):
-                    name, _, value = line.rstrip("\n").rpartition(" ")
-                    try:
-                        out[name] = float(value)
-                    except ValueError:
-                        pass
+            return parse(f.read())
     except OSError:
-        pass
-    return out
+        return {}
 
 
 def p99_ms(before, after, hist):

@@ -39,6 +39,9 @@ import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from prom_hist import parse  # noqa: E402 (sums each metric over the workers)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SYSCALLS = {"7": "poll", "232": "epoll_wait", "281": "epoll_pwait", "441": "epoll_pwait2",
             "202": "futex", "16": "ioctl", "0": "read", "1": "write", "44": "sendto",
@@ -138,19 +141,6 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def counters(text):
-    """Sums every sample of each metric name (labels kept) over the workers."""
-    r = collections.Counter()
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            try:
-                r[name] += float(value)
-            except ValueError:
-                pass
-    return r
-
-
 def wrk_run(wrk, port, conns, seconds):
     env = dict(os.environ, SERVE_INPUTS=os.environ.get("SERVE_INPUTS", "64"))
     p = subprocess.run([wrk, "-t", str(min(8, conns)), "-c", str(conns), "-d", f"{seconds}s",
@@ -223,7 +213,7 @@ def main():
                         "where": {k: round(n / total, 3) for n, k in where[:6]}})
     threads.sort(key=lambda x: -x["cores"])
     cores = sum(x["cores"] for x in threads)
-    c0, c1 = counters(m0), counters(m1)
+    c0, c1 = parse(m0), parse(m1)
     delta = {k: c1[k] - c0.get(k, 0) for k in c1
              if k in COUNTERS or k.startswith("cudaev_loop_") or k.startswith("infer_requests_total")}
     batches = delta.get("infer_batch_size_count", 0)
