@@ -12,7 +12,11 @@ poller's included); the engine's time between waits and its parts (the
 output read, the token writes, the step boundary, the next step's enqueue,
 the rest: the event loop's turn); for cudaev, which reader call saw the
 completion (the timerfd's hybrid wake, the eventfd of an armed host
-function, or the wait's own call) and the loop's passes per step.
+function, or the wait's own call) and the loop's passes per step. A second
+table gives the engine thread's counters over the same spans (the wait, the
+time between waits, each part): instructions and instructions per cycle
+where the machine's PMU counts them (to tell more work from a slower CPU),
+the thread's CPU time against the wall time, and its context switches.
 
   python3 bench/decode_trace.py --watch .gpu/build/bench/libwait_watch.so \\
       --modes cudaev,poll --starts 2 --out trace
@@ -35,6 +39,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SERVICE = os.path.join(os.path.dirname(HERE), "examples", "python_service")
 PARTS = ("result", "_deliver", "_boundary", "enqueue")
 WARMUP_STEPS = 20
+SPANS = ("wait", "between") + PARTS
+
+
+def span_counters(d, wall_ns):
+    """One span's counter deltas [instructions, cycles, cpu ns, voluntary and
+    involuntary switches] as the numbers the table pools; instructions and
+    cycles are None where the PMU did not count them (-1 at either end)."""
+    counted = d[0] >= 0 and d[1] > 0
+    return {"instr": d[0] if counted else None, "ipc": d[0] / d[1] if counted else None,
+            "cpu": d[2] / wall_ns if wall_ns > 0 else None, "csw": d[3] + d[4]}
+
+
+def _delta(a, b):
+    if a is None or b is None:
+        return None
+    return [(-1 if (x < 0 or y < 0) else y - x) for x, y in zip(a, b)]
 
 
 def analyze_one(trace):
@@ -53,7 +73,11 @@ def analyze_one(trace):
             continue
         g = out.setdefault(n, {"gpu_after_call": [], "resume_after_done": [], "between": [],
                                "parts": {k: [] for k in PARTS + ("other",)},
-                               "via": {}, "readers": [], "passes": []})
+                               "via": {}, "readers": [], "passes": [],
+                               "counters": {k: [] for k in SPANS}})
+        d = _delta(s.get("c_call"), s.get("c_resume"))
+        if d is not None:
+            g["counters"]["wait"].append(span_counters(d, s["resume"] - s["call"]))
         if s["gpu_done"]:
             g["gpu_after_call"].append((s["gpu_done"] - s["call"]) / 1e3)
             g["resume_after_done"].append((s["resume"] - s["gpu_done"]) / 1e3)
@@ -76,10 +100,16 @@ def analyze_one(trace):
             continue
         gap = (nxt["call"] - s["resume"]) / 1e3
         g["between"].append(gap)
+        d = _delta(s.get("c_resume"), nxt.get("c_call"))
+        if d is not None:
+            g["counters"]["between"].append(span_counters(d, nxt["call"] - s["resume"]))
         j = bisect.bisect_left(p_at, s["resume"])
         acc = dict.fromkeys(PARTS, 0.0)
         while j < len(parts) and parts[j][1] < nxt["call"]:
             acc[parts[j][0]] += (parts[j][2] - parts[j][1]) / 1e3
+            if len(parts[j]) >= 8:
+                g["counters"][parts[j][0]].append(
+                    span_counters(parts[j][3:8], parts[j][2] - parts[j][1]))
             j += 1
         for k in PARTS:
             g["parts"][k].append(acc[k])
@@ -94,7 +124,10 @@ def pool(results):
         for n, g in r.items():
             o = out.setdefault(n, {"gpu_after_call": [], "resume_after_done": [], "between": [],
                                    "parts": {k: [] for k in PARTS + ("other",)}, "via": {},
-                                   "readers": [], "passes": [], "between_p50_each": []})
+                                   "readers": [], "passes": [], "between_p50_each": [],
+                                   "counters": {k: [] for k in SPANS}})
+            for k, v in g.get("counters", {}).items():
+                o["counters"][k] += v
             for k in ("gpu_after_call", "resume_after_done", "between", "readers", "passes"):
                 o[k] += g[k]
             for k, v in g["parts"].items():
@@ -121,6 +154,7 @@ def summary(pooled):
         r["between_mean"] = statistics.mean(g["between"]) if g["between"] else float("nan")
         r["between_p50_each"] = g["between_p50_each"]
         r["parts_p50"] = {k: pct(v, 50) for k, v in g["parts"].items()}
+        r["counters"] = {k: counters_p50(v) for k, v in g["counters"].items() if v}
         if g["passes"]:
             total = sum(g["via"].values())
             r["via"] = {k: v / total for k, v in sorted(g["via"].items())} if total else {}
@@ -128,6 +162,17 @@ def summary(pooled):
             r["passes_per_step"] = statistics.mean(g["passes"])
         rows[n] = r
     return rows
+
+
+def counters_p50(spans):
+    """p50 of each counter over a span's samples (None where none counted),
+    and the mean context switches per span."""
+    out = {}
+    for k in ("instr", "ipc", "cpu"):
+        v = [x[k] for x in spans if x[k] is not None]
+        out[k] = pct(v, 50) if v else None
+    out["csw"] = statistics.mean(x["csw"] for x in spans)
+    return out
 
 
 def load(prefix):
@@ -160,6 +205,24 @@ def report(table):
                 f"{r['resume_mean']:.1f} | {r['between_p50']:.0f} / {r['between_mean']:.0f} "
                 f"({each}) | {p['result']:.0f} / {p['_deliver']:.0f} / {p['_boundary']:.0f} / "
                 f"{p['enqueue']:.0f} / {p['other']:.0f} | {via} |")
+    lines += ["", "The engine thread's counters, p50 over the steps: instructions (thousands) / "
+              "instructions per cycle / CPU time per wall time; context switches per span "
+              "(mean). \"-\": not counted (no PMU).", "",
+              "| --wait | batch | " + " | ".join(SPANS) + " |",
+              "|---|---|" + "---|" * len(SPANS)]
+    for mode, rows in table.items():
+        for n, r in rows.items():
+            cells = []
+            for k in SPANS:
+                c = r.get("counters", {}).get(k)
+                if c is None:
+                    cells.append("")
+                    continue
+                instr = "-" if c["instr"] is None else f"{c['instr'] / 1e3:.0f} k"
+                ipc = "-" if c["ipc"] is None else f"{c['ipc']:.2f}"
+                cpu = "-" if c["cpu"] is None else f"{c['cpu']:.2f}"
+                cells.append(f"{instr} / {ipc} / {cpu}; {c['csw']:.2f}")
+            lines.append(f"| {mode} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

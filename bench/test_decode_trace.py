@@ -65,10 +65,36 @@ class Analysis(unittest.TestCase):
         self.assertEqual(len(g[4]["between"]), 50 - dt.WARMUP_STEPS - 1)
         self.assertNotIn(8, g)  # its one step is within the warm-up
 
+    def test_counters_per_span(self):
+        # counters [instructions, cycles, cpu ns, voluntary, involuntary]:
+        # a million instructions a step at 2 cycles each and on the CPU for a
+        # ns each; the wait takes 1000 of them and switches once.
+        t = synthetic(60, 2, True)
+        for i, s in enumerate(t["steps"]):
+            base = i * 10**6
+            s["c_call"] = [base, 2 * base, base, i, 0]
+            s["c_resume"] = [base + 1000, 2 * base + 2000, base + 1000, i + 1, 0]
+        t["parts"] = [p + (60_000, 120_000, 60 * US, 0, 0) if p[0] == "enqueue"
+                      else p + (-1, -1, 30 * US, 0, 1) for p in t["parts"]]
+        r = dt.summary(dt.pool([dt.analyze_one(t)]))[2]["counters"]
+        self.assertEqual(r["wait"]["instr"], 1000)
+        self.assertAlmostEqual(r["wait"]["cpu"], 1000 / (210 * US))
+        self.assertEqual(r["wait"]["csw"], 1)
+        self.assertAlmostEqual(r["between"]["instr"], 10**6 - 1000)
+        self.assertAlmostEqual(r["between"]["ipc"], 0.5)
+        self.assertAlmostEqual(r["between"]["cpu"], (10**6 - 1000) / (790 * US))
+        self.assertAlmostEqual(r["enqueue"]["instr"], 60_000)
+        self.assertAlmostEqual(r["enqueue"]["cpu"], 1.0)
+        self.assertIsNone(r["_deliver"]["instr"])  # -1: not counted
+        self.assertIsNone(r["_deliver"]["ipc"])
+        self.assertAlmostEqual(r["_deliver"]["csw"], 1)
+        md = dt.report({"cudaev": dt.summary(dt.pool([dt.analyze_one(t)]))})
+        self.assertIn("| cudaev | 2 | 1 k / 0.50 / 0.00; 1.00 | 999 k / 0.50 / 1.26; 0.00 |", md)
+
     def test_report_has_a_row_per_mode_and_batch(self):
         table = {"cudaev": dt.summary(dt.pool([dt.analyze_one(synthetic(40, 1, True))])),
                  "poll": dt.summary(dt.pool([dt.analyze_one(synthetic(40, 1, True))]))}
-        md = dt.report(table)
+        md = dt.report(table).split("\n\n")[0]  # the first table
         self.assertEqual(sum(1 for line in md.splitlines() if line.startswith("| cudaev | 1 |")), 1)
         self.assertIn("| poll | 1 | 20 | 200 |", md)
 

@@ -7,7 +7,10 @@ spinning on the step's CUDA event: DECODE_TRACE_WATCH, bench's
 libwait_watch.so), when the engine resumed, and the cudaev loop's counters
 around the wait; when each of the engine's parts between waits ran
 (result, _deliver, _boundary, enqueue); and every call of the cudaev
-loop's two readers (its eventfd and its timerfd). Written as JSON to
+loop's two readers (its eventfd and its timerfd). With each part and at
+each wait's call and resume, the engine thread's counters
+(wait_watch_counters: instructions, cycles, CPU time, context switches),
+to tell more work from a slower CPU. Written as JSON to
 DECODE_TRACE.<pid> every 128 steps and at exit.
 
 A diagnostic: the watcher costs a core, and the wrappers a few
@@ -30,6 +33,13 @@ if _out:
     _watch = ctypes.CDLL(os.environ["DECODE_TRACE_WATCH"])
     _watch.wait_watch.argtypes = [ctypes.c_void_p]
     _watch.wait_watch_done.restype = ctypes.c_int64
+    _watch.wait_watch_counters.argtypes = [ctypes.c_void_p]
+    _cbuf = (ctypes.c_int64 * 5)()
+    _cbuf_at = ctypes.addressof(_cbuf)
+
+    def _counters():
+        _watch.wait_watch_counters(_cbuf_at)
+        return list(_cbuf)
     _now = time.monotonic_ns
     _steps, _readers, _parts = [], [], []
     _state = {"n": -1, "hooked": False}
@@ -71,15 +81,18 @@ if _out:
         cudaev = waiting._cudaev if cfg.wait == "cudaev" else None
         s0 = cudaev.stats() if cudaev is not None else None
         _watch.wait_watch(handle)
+        c_call = _counters()
         t_call = _now()
         r = await _wait(cfg, event, timeout)
         t_resume = _now()
+        c_resume = _counters()
         # A poller may see the event done before the watcher does: give the
         # watcher 50 us (its time may then be after the resume).
         done = _watch.wait_watch_done()
         while not done and _now() < t_resume + 50000:
             done = _watch.wait_watch_done()
-        rec = {"n": _state["n"], "call": t_call, "gpu_done": done, "resume": t_resume}
+        rec = {"n": _state["n"], "call": t_call, "gpu_done": done, "resume": t_resume,
+               "c_call": c_call, "c_resume": c_resume}
         if s0 is not None:
             s1 = cudaev.stats()
             rec["loop"] = {k: s1[k] - s0[k] for k in _COUNTERS}
@@ -96,11 +109,14 @@ if _out:
         fn = getattr(cls, name)
 
         def call(*a, **k):
+            c0 = _counters()
             t = _now()
             try:
                 return fn(*a, **k)
             finally:
-                _parts.append((name, t, _now()))
+                t1 = _now()
+                c1 = _counters()
+                _parts.append((name, t, t1) + tuple(b - a for a, b in zip(c0, c1)))
         setattr(cls, name, call)
 
     _enqueue = decode_torch.TorchBackend.enqueue
