@@ -42,19 +42,25 @@ WARMUP_STEPS = 20
 SPANS = ("wait", "between") + PARTS
 
 
-def span_counters(d, wall_ns):
+def span_counters(d, wall_ns, moved=None):
     """One span's counter deltas [instructions, cycles, cpu ns, voluntary and
     involuntary switches] as the numbers the table pools; instructions and
-    cycles are None where the PMU did not count them (-1 at either end)."""
+    cycles are None where the PMU did not count them (-1 at either end).
+    ``moved``: whether the thread ended the span on another CPU (None:
+    not known, as for the parts)."""
     counted = d[0] >= 0 and d[1] > 0
     return {"instr": d[0] if counted else None, "ipc": d[0] / d[1] if counted else None,
-            "cpu": d[2] / wall_ns if wall_ns > 0 else None, "csw": d[3] + d[4]}
+            "cpu": d[2] / wall_ns if wall_ns > 0 else None, "csw": d[3] + d[4],
+            "moved": moved}
 
 
 def _delta(a, b):
+    """The counters' deltas from a to b (the first five: the sixth is a CPU
+    number) and whether the CPU changed (None when not recorded)."""
     if a is None or b is None:
-        return None
-    return [(-1 if (x < 0 or y < 0) else y - x) for x, y in zip(a, b)]
+        return None, None
+    d = [(-1 if (x < 0 or y < 0) else y - x) for x, y in zip(a[:5], b[:5])]
+    return d, (a[5] != b[5] if len(a) > 5 and len(b) > 5 else None)
 
 
 def analyze_one(trace):
@@ -74,10 +80,12 @@ def analyze_one(trace):
         g = out.setdefault(n, {"gpu_after_call": [], "resume_after_done": [], "between": [],
                                "parts": {k: [] for k in PARTS + ("other",)},
                                "via": {}, "readers": [], "passes": [],
-                               "counters": {k: [] for k in SPANS}})
-        d = _delta(s.get("c_call"), s.get("c_resume"))
+                               "counters": {k: [] for k in SPANS}, "cpus": {}})
+        d, moved = _delta(s.get("c_call"), s.get("c_resume"))
         if d is not None:
-            g["counters"]["wait"].append(span_counters(d, s["resume"] - s["call"]))
+            g["counters"]["wait"].append(span_counters(d, s["resume"] - s["call"], moved))
+            if len(s["c_resume"]) > 5:
+                g["cpus"][s["c_resume"][5]] = g["cpus"].get(s["c_resume"][5], 0) + 1
         if s["gpu_done"]:
             g["gpu_after_call"].append((s["gpu_done"] - s["call"]) / 1e3)
             g["resume_after_done"].append((s["resume"] - s["gpu_done"]) / 1e3)
@@ -100,9 +108,9 @@ def analyze_one(trace):
             continue
         gap = (nxt["call"] - s["resume"]) / 1e3
         g["between"].append(gap)
-        d = _delta(s.get("c_resume"), nxt.get("c_call"))
+        d, moved = _delta(s.get("c_resume"), nxt.get("c_call"))
         if d is not None:
-            g["counters"]["between"].append(span_counters(d, nxt["call"] - s["resume"]))
+            g["counters"]["between"].append(span_counters(d, nxt["call"] - s["resume"], moved))
         j = bisect.bisect_left(p_at, s["resume"])
         acc = dict.fromkeys(PARTS, 0.0)
         while j < len(parts) and parts[j][1] < nxt["call"]:
@@ -125,7 +133,12 @@ def pool(results):
             o = out.setdefault(n, {"gpu_after_call": [], "resume_after_done": [], "between": [],
                                    "parts": {k: [] for k in PARTS + ("other",)}, "via": {},
                                    "readers": [], "passes": [], "between_p50_each": [],
-                                   "counters": {k: [] for k in SPANS}})
+                                   "counters": {k: [] for k in SPANS}, "cpus_each": []})
+            if g.get("cpus"):
+                # how many CPUs the engine resumed on in this process, and
+                # the share of its steps on the one it used most
+                c = g["cpus"]
+                o["cpus_each"].append((len(c), max(c.values()) / sum(c.values())))
             for k, v in g.get("counters", {}).items():
                 o["counters"][k] += v
             for k in ("gpu_after_call", "resume_after_done", "between", "readers", "passes"):
@@ -155,6 +168,7 @@ def summary(pooled):
         r["between_p50_each"] = g["between_p50_each"]
         r["parts_p50"] = {k: pct(v, 50) for k, v in g["parts"].items()}
         r["counters"] = {k: counters_p50(v) for k, v in g["counters"].items() if v}
+        r["cpus_each"] = g["cpus_each"]
         if g["passes"]:
             total = sum(g["via"].values())
             r["via"] = {k: v / total for k, v in sorted(g["via"].items())} if total else {}
@@ -172,6 +186,8 @@ def counters_p50(spans):
         v = [x[k] for x in spans if x[k] is not None]
         out[k] = pct(v, 50) if v else None
     out["csw"] = statistics.mean(x["csw"] for x in spans)
+    moved = [x["moved"] for x in spans if x["moved"] is not None]
+    out["moved"] = sum(moved) / len(moved) if moved else None
     return out
 
 
@@ -207,9 +223,12 @@ def report(table):
                 f"{p['enqueue']:.0f} / {p['other']:.0f} | {via} |")
     lines += ["", "The engine thread's counters, p50 over the steps: instructions (thousands) / "
               "instructions per cycle / CPU time per wall time; context switches per span "
-              "(mean). \"-\": not counted (no PMU).", "",
-              "| --wait | batch | " + " | ".join(SPANS) + " |",
-              "|---|---|" + "---|" * len(SPANS)]
+              "(mean); for the wait and the time between waits, the share of spans that "
+              "ended on another CPU than they began. \"-\": not counted (no PMU). Last "
+              "column: per process, the CPUs the engine resumed on and the share of the "
+              "steps on the one it used most.", "",
+              "| --wait | batch | " + " | ".join(SPANS) + " | CPUs |",
+              "|---|---|" + "---|" * (len(SPANS) + 1)]
     for mode, rows in table.items():
         for n, r in rows.items():
             cells = []
@@ -221,7 +240,10 @@ def report(table):
                 instr = "-" if c["instr"] is None else f"{c['instr'] / 1e3:.0f} k"
                 ipc = "-" if c["ipc"] is None else f"{c['ipc']:.2f}"
                 cpu = "-" if c["cpu"] is None else f"{c['cpu']:.2f}"
-                cells.append(f"{instr} / {ipc} / {cpu}; {c['csw']:.2f}")
+                moved = "" if c.get("moved") is None else f"; moved {100 * c['moved']:.0f} %"
+                cells.append(f"{instr} / {ipc} / {cpu}; {c['csw']:.2f}{moved}")
+            cells.append(", ".join(f"{k} ({100 * share:.0f} %)"
+                                   for k, share in r.get("cpus_each", [])))
             lines.append(f"| {mode} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

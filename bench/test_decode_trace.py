@@ -91,6 +91,18 @@ class Analysis(unittest.TestCase):
         md = dt.report({"cudaev": dt.summary(dt.pool([dt.analyze_one(t)]))})
         self.assertIn("| cudaev | 2 | 1 k / 0.50 / 0.00; 1.00 | 999 k / 0.50 / 1.26; 0.00 |", md)
 
+    def test_cpu_moves(self):
+        # every wait called on CPU 3; odd steps resume on CPU 5
+        t = synthetic(60, 2, True)
+        for i, s in enumerate(t["steps"]):
+            s["c_call"] = [-1, -1, i * 10**6, 0, 0, 3]
+            s["c_resume"] = [-1, -1, i * 10**6 + 1000, 0, 0, 5 if i % 2 else 3]
+        r = dt.summary(dt.pool([dt.analyze_one(t)]))[2]
+        self.assertAlmostEqual(r["counters"]["wait"]["moved"], 0.5)
+        self.assertAlmostEqual(r["counters"]["between"]["moved"], 19 / 39)  # the odd of steps 20..58
+        self.assertEqual(r["cpus_each"], [(2, 0.5)])
+        self.assertIsNone(r["counters"]["wait"]["instr"])
+
     def test_report_has_a_row_per_mode_and_batch(self):
         table = {"cudaev": dt.summary(dt.pool([dt.analyze_one(synthetic(40, 1, True))])),
                  "poll": dt.summary(dt.pool([dt.analyze_one(synthetic(40, 1, True))]))}

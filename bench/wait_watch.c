@@ -7,11 +7,12 @@
  *
  *   int wait_watch(void *cu_event)   start watching (the first call starts the thread)
  *   int64_t wait_watch_done(void)    ns (CLOCK_MONOTONIC) it saw the event done; 0: not yet
- *   int wait_watch_counters(int64_t out[5])
+ *   int wait_watch_counters(int64_t out[6])
  *       the calling thread's instructions and cycles retired so far (user and
  *       kernel where the PMU lets us, user only otherwise; -1 where a guest has
- *       no PMU), its CPU time in ns, and its voluntary and involuntary context
- *       switches. Returns 1 where instructions and cycles are counted, else 0.
+ *       no PMU), its CPU time in ns, its voluntary and involuntary context
+ *       switches, and the CPU it runs on now (sched_getcpu). Returns 1 where
+ *       instructions and cycles are counted, else 0.
  *       Counters are per thread: call it from the thread it measures, always
  *       the same one (the first call opens them for that thread).
  * Thread: wait_watch and wait_watch_done from one thread (one event at a time). */
@@ -19,6 +20,7 @@
 #include <dlfcn.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -125,5 +127,6 @@ int wait_watch_counters(int64_t *out) {
   getrusage(RUSAGE_THREAD, &ru);
   out[3] = ru.ru_nvcsw;
   out[4] = ru.ru_nivcsw;
+  out[5] = sched_getcpu();
   return have;
 }

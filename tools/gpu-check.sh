@@ -37,6 +37,7 @@
 #             worker replaced), then bench/serve_py.sh (five servers at 1, 16,
 #             256 and 4096 connections, about 3 minutes; SERVE_* apply) into
 #             OUT/serve-py; needs python3 with torch, aiohttp, uvloop, numpy
+#   servepy   bench/serve_py.sh alone (pyservice without its GPU tests)
 #   decode    bench/decode_load.py: the decode loop (POST /v1/generate) per
 #             --wait mode at 1, 16 and 64 streams of 256 tokens, every answer
 #             checked against torch one request at a time (about 3 minutes)
@@ -104,6 +105,16 @@ if [ -n "$whl" ]; then
   python3 -m zipfile -e "$whl" "$py_site_dir" || py_site_dir=""
 fi
 py_site() { echo "$py_site_dir"; }
+
+# bench/serve_py.sh (five servers under wrk) into OUT/serve-py.
+serve_py() {
+  PYTHONPATH=$(py_site)${PYTHONPATH:+:$PYTHONPATH} \
+    LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH SERVE_BUILD_DIR=$build \
+    bash bench/serve_py.sh "$out/serve-py" >"$logs/serve-py.txt" 2>&1
+  note "serve_py: exit $?"
+  grep -E '^\| (py-|async|twin)|^- (PASS|FAIL)|^All' "$out/serve-py/serve_py.md" 2>/dev/null |
+    tee -a "$summary" >/dev/null
+}
 
 for part in "$@"; do
   t0=$(date +%s)
@@ -200,12 +211,10 @@ for part in "$@"; do
         >"$logs/pyservice.txt" 2>&1
       note "pyservice gpu tests: exit $?"
       grep -E '^(ok|not ok|skip|[0-9]+ passed)' "$logs/pyservice.txt" | tee -a "$summary" >/dev/null
-      PYTHONPATH=$(py_site)${PYTHONPATH:+:$PYTHONPATH} \
-        LD_LIBRARY_PATH=$PWD/.device/app:$LD_LIBRARY_PATH SERVE_BUILD_DIR=$build \
-        bash bench/serve_py.sh "$out/serve-py" >"$logs/serve-py.txt" 2>&1
-      note "serve_py: exit $?"
-      grep -E '^\| (py-|async|twin)|^- (PASS|FAIL)|^All' "$out/serve-py/serve_py.md" 2>/dev/null |
-        tee -a "$summary" >/dev/null
+      serve_py
+      ;;
+    servepy)
+      serve_py
       ;;
     decode)
       PYTHONPATH=$(py_site)${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 \

@@ -9,7 +9,8 @@ around the wait; when each of the engine's parts between waits ran
 (result, _deliver, _boundary, enqueue); and every call of the cudaev
 loop's two readers (its eventfd and its timerfd). With each part and at
 each wait's call and resume, the engine thread's counters
-(wait_watch_counters: instructions, cycles, CPU time, context switches),
+(wait_watch_counters: instructions, cycles, CPU time, context switches,
+the CPU it ran on),
 to tell more work from a slower CPU. Written as JSON to
 DECODE_TRACE.<pid> every 128 steps and at exit.
 
@@ -34,7 +35,7 @@ if _out:
     _watch.wait_watch.argtypes = [ctypes.c_void_p]
     _watch.wait_watch_done.restype = ctypes.c_int64
     _watch.wait_watch_counters.argtypes = [ctypes.c_void_p]
-    _cbuf = (ctypes.c_int64 * 5)()
+    _cbuf = (ctypes.c_int64 * 6)()
     _cbuf_at = ctypes.addressof(_cbuf)
 
     def _counters():
@@ -116,7 +117,7 @@ if _out:
             finally:
                 t1 = _now()
                 c1 = _counters()
-                _parts.append((name, t, t1) + tuple(b - a for a, b in zip(c0, c1)))
+                _parts.append((name, t, t1) + tuple(b - a for a, b in zip(c0[:5], c1[:5])))
         setattr(cls, name, call)
 
     _enqueue = decode_torch.TorchBackend.enqueue
