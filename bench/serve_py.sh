@@ -88,7 +88,7 @@ raw=$out/serve_py-raw.txt
 csv=$out/serve_py.csv
 : >"$log"
 : >"$raw"
-echo "server,connections,rps,p50_ms,p99_ms,p999_ms,max_ms,errors,cpu_cores,threads,requests,server_p99_ms,socket_p99_ms,send_p99_ms" >"$csv"
+echo "server,connections,rps,p50_ms,p99_ms,p999_ms,max_ms,errors,cpu_cores,threads,requests,server_p99_ms,socket_p99_ms,send_p99_ms,machine_cores,steal_cores" >"$csv"
 say() { echo "$*" | tee -a "$log"; }
 
 # CPU seconds (user + system) of a process and everything under it.
@@ -100,6 +100,13 @@ cpu_s() {
     t=$(awk -v t="$t" -v hz="$hz" '{ print t + ($14 + $15) / hz }' "/proc/$p/stat" 2>/dev/null || echo "$t")
   done
   echo "$t"
+}
+# The whole machine's CPU from /proc/stat, in seconds: "busy steal" (busy:
+# user, nice, system, irq, softirq; steal: time the hypervisor ran something
+# else while a vCPU wanted to run). Around a point they tell whether anything
+# besides the server and wrk ran, and whether the host took our CPUs away.
+machine_s() {
+  awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { print ($2 + $3 + $4 + $7 + $8) / hz, $9 / hz; exit }' /proc/stat
 }
 threads() { local n=0 p; for p in $(tree_pids "$1"); do
   n=$((n + $(awk '/^Threads:/ { print $2 }' "/proc/$p/status" 2>/dev/null || echo 0))); done; echo $n; }
@@ -182,23 +189,26 @@ for kind in $order; do
   for c in $conns; do
     scrape "$kind" "$work/m0"
     c0=$(cpu_s "$pid")
+    m0=$(machine_s)
     ( while kill -0 "$pid" 2>/dev/null; do threads "$pid"; sleep 0.5; done ) >"$work/threads" &
     sampler=$!
     line=$(run_wrk "$c" "$dur")
     kill "$sampler" 2>/dev/null
     wait "$sampler" 2>/dev/null
     c1=$(cpu_s "$pid")
+    m1=$(machine_s)
     scrape "$kind" "$work/m1"
     thr=$(sort -n "$work/threads" | tail -n 1)
-    python3 - "$here" "$kind" "$c" "$c0" "$c1" "${thr:-0}" "$work/m0" "$work/m1" "$line" >>"$csv" <<'PY'
+    python3 - "$here" "$kind" "$c" "$c0" "$c1" "${thr:-0}" "$work/m0" "$work/m1" "$line" \
+      "$m0" "$m1" >>"$csv" <<'PY'
 import json, sys
-here, kind, c, c0, c1, thr, m0, m1, line = sys.argv[1:]
+here, kind, c, c0, c1, thr, m0, m1, line, mach0, mach1 = sys.argv[1:]
 sys.path.insert(0, here)
 from prom_hist import load, p99_ms
 try:
     w = json.loads(line)
 except ValueError:
-    print(f"{kind},{c},,,,,,,,,,,,")
+    print(f"{kind},{c},,,,,,,,,,,,,,")
     sys.exit()
 # The C service's own p99s: its handling, and with --socket-timing in
 # SERVE_ARGS the waits in the socket before a request is read and after its
@@ -207,11 +217,15 @@ a, b = load(m0), load(m1)
 own = ",".join(p99_ms(a, b, h) for h in ("infer_request_duration_seconds",
                                          "infer_socket_wait_seconds", "infer_send_wait_seconds"))
 secs = w["duration_us"] / 1e6
+# The machine's busy and stolen cores over the point (wrk's own duration;
+# the samples bracket it within the few ms of starting and reaping wrk).
+(b0, s0), (b1, s1) = (map(float, m.split()) for m in (mach0, mach1))
+machine = f"{(b1 - b0) / secs:.2f},{(s1 - s0) / secs:.2f}"
 errors = sum(w[k] for k in ("errors_connect", "errors_read", "errors_write", "errors_status",
                             "errors_timeout"))
 print(f"{kind},{c},{w['requests'] / secs:.1f},{w['p50_us'] / 1e3:.3f},{w['p99_us'] / 1e3:.3f},"
       f"{w['p999_us'] / 1e3:.3f},{w['max_us'] / 1e3:.3f},{errors},"
-      f"{(float(c1) - float(c0)) / secs:.2f},{thr},{w['requests']},{own}")
+      f"{(float(c1) - float(c0)) / secs:.2f},{thr},{w['requests']},{own},{machine}")
 PY
     say "  $(tail -n 1 "$csv")"
   done

@@ -25,16 +25,21 @@ COLUMNS = [("server", "server"), ("connections", "conns"), ("rps", "req/s"),
 
 
 NUMERIC = ("rps", "p50_ms", "p99_ms", "p999_ms", "max_ms", "errors", "cpu_cores", "threads",
-           "requests", "server_p99_ms", "socket_p99_ms", "send_p99_ms")
-# The C servers' own p99s (bench/prom_hist.py), shown when a row has one.
+           "requests", "server_p99_ms", "socket_p99_ms", "send_p99_ms", "machine_cores",
+           "steal_cores")
+# The C servers' own p99s (bench/prom_hist.py), shown when a row has one,
+# beside the whole machine's busy and stolen cores, round by round: a bad
+# round's wrk p99 then reads against where the server saw its time go and
+# what else the machine did.
 OWN = [("server", "server"), ("connections", "conns"), ("p99_ms", "wrk's p99"),
        ("server_p99_ms", "handling (head read to answer queued)"),
-       ("socket_p99_ms", "in the socket before read"), ("send_p99_ms", "answer ready to written")]
+       ("socket_p99_ms", "in the socket before read"), ("send_p99_ms", "answer ready to written"),
+       ("machine_cores", "machine busy (cores)"), ("steal_cores", "stolen by the host (cores)")]
 
 
 def merge_rounds(rows):
     """One row per (server, connections): each number the median over the
-    rounds, with rps and p50 kept per round (`rps_all`, `p50_all`) for the
+    rounds, with rps, p50 and p99 kept per round (`rps_all`, `p50_all`, `p99_ms_all`) for the
     spread; the servers' first-seen order is kept."""
     groups = {}
     for r in rows:
@@ -43,11 +48,13 @@ def merge_rounds(rows):
     for (server, c), rs in groups.items():
         m = {"server": server, "connections": str(c), "rounds": len(rs)}
         for k in NUMERIC:
-            vals = [num(r.get(k, "")) for r in rs]
-            vals = [v for v in vals if v is not None]
+            per_round = [num(r.get(k, "")) for r in rs]
+            vals = [v for v in per_round if v is not None]
             m[k] = f"{statistics.median(vals):g}" if vals else ""
-            if k in ("rps", "p50_ms") or k in (o for o, _ in OWN):
+            if k in ("rps", "p50_ms", "p99_ms"):
                 m[k + "_all"] = vals
+            if k in (o for o, _ in OWN):
+                m[k + "_rounds"] = per_round
         out.append(m)
     return out
 
@@ -119,16 +126,17 @@ def main():
     own = [r for r in rows if r.get("server_p99_ms")]
     if own:
         lines += ["", "The C servers' own p99, ms (their histograms' bucket bounds; the socket "
-                  "waits with --socket-timing in SERVE_ARGS), medians and min..max over the "
-                  "rounds:", "",
-                  "| " + " | ".join(h for _, h in OWN) + " |", "|" + "---|" * len(OWN)]
+                  "waits with --socket-timing in SERVE_ARGS), and the whole machine's busy and "
+                  "stolen cores (/proc/stat) during each point, round by round (r1 / r2 / ...):",
+                  "", "| " + " | ".join(h for _, h in OWN) + " |", "|" + "---|" * len(OWN)]
         for r in own:
             cells = []
             for k, _ in OWN:
-                v, spread = r.get(k) or "-", r.get(k + "_all") or []
-                if len(spread) > 1:  # a bad round shows in the max
-                    v += f" ({min(spread):g}..{max(spread):g})"
-                cells.append(v)
+                rounds = r.get(k + "_rounds")
+                if rounds is None:
+                    cells.append(r.get(k) or "-")
+                else:
+                    cells.append(" / ".join("-" if v is None else f"{v:g}" for v in rounds))
             lines.append("| " + " | ".join(cells) + " |")
     vs = verdicts(rows)
     ok = all(v for v, _ in vs)
