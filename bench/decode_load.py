@@ -62,6 +62,9 @@ def parse_args(argv=None):
                    help="service starts per mode, modes rotated (default 1)")
     p.add_argument("--idle-s", type=float, default=3.0, help="idle CPU window (default 3 s)")
     p.add_argument("--model-device", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--size", default="small", choices=("small", "large"),
+                   help="the model (server.py --decode-size): small, the default, or large "
+                   "(a GPU step of a millisecond or more; made at each start in ~10 s)")
     p.add_argument("--server-arg", action="append", default=[],
                    help="one more argument for server.py (repeatable)")
     p.add_argument("--no-check", dest="check", action="store_false",
@@ -103,10 +106,10 @@ class Service:
         cmd = [sys.executable, os.path.join(SERVICE, "server.py"), "--port", "0",
                "--port-file", port_file, "--wait", mode, "--model-device", args.model_device,
                "--decode-max-batch", str(max_batch), "--decode-drain-timeout", "5",
-               *args.server_arg]
+               "--decode-size", args.size, *args.server_arg]
         self.log = open(os.path.join(self.dir, "log"), "w+")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # the large model's weights take a while
         while not (os.path.exists(port_file) and open(port_file).read().strip()):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
@@ -267,12 +270,13 @@ def merge_starts(mode, runs):
 def check_answers(args, ps, answers):
     """Every distinct answer for each prompt, against the reference."""
     import decode_model
-    w = decode_model.make_weights()
+    dims = decode_model.SIZES[args.size]
+    w = decode_model.make_weights(dims)
     if args.model_device == "cuda":
         import decode_torch
-        ref = decode_torch.TorchModel(w, max_batch=1, device="cuda")
+        ref = decode_torch.TorchModel(w, dims, max_batch=1, device="cuda")
     else:
-        ref = decode_model.NumpyModel(w, max_batch=1)
+        ref = decode_model.NumpyModel(w, dims, max_batch=1)
     bad, exact, total = [], 0, 0
     for i, seen in sorted(answers.items()):
         for toks in seen:
@@ -291,7 +295,7 @@ def median_spread(rounds, key):
 
 
 def report(args, results, check):
-    lines = [f"# Decode loop: {args.tokens} tokens per stream, --model-device "
+    lines = [f"# Decode loop: {args.tokens} tokens per stream, the {args.size} model on "
              f"{args.model_device}, {args.starts} start(s) of each service x {args.repeats} "
              "round(s) (median, min..max)", "",
              "| --wait | streams | tokens/s | TTFT p50 ms | inter-token p50 ms | "

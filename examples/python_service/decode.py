@@ -51,6 +51,10 @@ def add_arguments(parser):
                    help="an .npz of the weights: loaded when it exists, else made from "
                    "--decode-seed and written there (default: made, not written)")
     g.add_argument("--decode-seed", type=int, default=1, help="weights seed (default 1)")
+    g.add_argument("--decode-size", choices=tuple(decode_model.SIZES), default="small",
+                   help="the model's dimensions (decode_model.SIZES): small (the default: "
+                   "a GPU step shorter than the engine's Python) or large (0.84 G parameters, "
+                   "a step of a millisecond or more, like a real model's)")
     g.add_argument("--decode-graphs", choices=("on", "off"), default="on",
                    help="on a GPU, run each step as a CUDA graph captured at start (on, the "
                    "default, as engines do) or op by op from Python (off)")
@@ -129,7 +133,7 @@ class DecodeService:
     def __init__(self, cfg):
         if cfg.decode_max_batch < 1:
             raise SystemExit("--decode-max-batch: want at least 1")
-        self.cfg, self.dims = cfg, decode_model.Dims()
+        self.cfg, self.dims = cfg, decode_model.SIZES[cfg.decode_size]
         self.metrics = decode_metrics.DecodeMetrics(cfg.decode_max_batch)
         self.backend = self.engine = None
         self.service = None  # the service's Service, for its drain state
