@@ -255,6 +255,8 @@ def main(argv=None):
     ap.add_argument("--starts", type=int, default=2, help="service starts per mode (default 2)")
     ap.add_argument("--streams", default="1,16,64")
     ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--size", default="small", choices=("small", "large"),
+                    help="the model (decode_load.py --size)")
     ap.add_argument("--server-arg", action="append", default=[])
     ap.add_argument("--out", default="decode-trace", help="output prefix")
     a = ap.parse_args(argv)
@@ -273,7 +275,7 @@ def main(argv=None):
             prefix = os.path.abspath(f"{a.out}-{mode}-{start}")
             cmd = [sys.executable, os.path.join(HERE, "decode_load.py"), "--modes", mode,
                    "--streams", a.streams, "--repeats", "1", "--tokens", str(a.tokens),
-                   "--idle-s", "0.5", "--no-check", "--out", prefix + "-load"]
+                   "--idle-s", "0.5", "--no-check", "--size", a.size, "--out", prefix + "-load"]
             cmd += [f"--server-arg={s}" for s in a.server_arg]
             r = subprocess.run(cmd, env=dict(env, DECODE_TRACE=prefix + ".trace"),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
