@@ -311,3 +311,25 @@ def test_token_writer():
     s.attach(t, FakeResponse(chunked=False))
     assert s(3) and t.out == [b'data: {"index": 0, "token": 3}\n\n']
     assert s.end("length") == 'data: {"done": true, "finish_reason": "length", "tokens": 1}\n\n'
+
+
+def test_decode_sizes():
+    """--decode-size picks decode_model.SIZES: small is the default Dims,
+    large the 0.84 G parameters the docs quote (counted from the shapes, not
+    made), and every size takes the load test's prompts (ids below 512)."""
+    import decode
+    import decode_model
+
+    assert decode_model.SIZES["small"] == decode_model.Dims()
+    large = decode_model.SIZES["large"]
+    n = sum(int(np.prod(s)) for s in decode_model.make_shapes(large).values())
+    assert 0.83e9 < n < 0.85e9, n
+    for dims in decode_model.SIZES.values():
+        assert dims.d_model % dims.heads == 0 and dims.vocab >= 512
+    p = argparse.ArgumentParser()
+    decode.add_arguments(p)
+    assert p.parse_args([]).decode_size == "small"
+    cfg = p.parse_args(["--decode-size", "large"])
+    assert decode.DecodeService(cfg).dims == large
+    with pytest.raises(SystemExit):
+        p.parse_args(["--decode-size", "huge"])
