@@ -31,6 +31,7 @@
 #include "driver/driver.h"
 #include "fake_driver.h"
 #include "loop_internal.h" /* the queue, for a push caught half-way */
+#include "told_deadline.h"
 
 /* ---- the fake GPU ------------------------------------------------------- */
 
@@ -761,15 +762,6 @@ Test(loop_gpu_fake, wakes_just_before_work_is_due_and_spins_into_it) {
  * same cudaev_loop_process call, instead of a deadline of 0 and one more
  * turn of the application's loop; but not past a pass that ran a
  * continuation. */
-struct told_ns {
-  int calls;
-  int64_t ns;
-};
-static void told_ns_cb(cudaev_loop_t *loop, int64_t ns, void *u) {
-  struct told_ns *t = u;
-  t->calls++;
-  t->ns = ns;
-}
 struct kchain {
   cudaev_loop_t *loop;
   CUstream s;
@@ -793,8 +785,8 @@ Test(loop_gpu_fake, foreign_process_completes_what_its_spin_saw) {
   drive_until(loop, f);
   cudaev_future_release(f);
   usleep(2000);
-  struct told_ns t = {0, 0};
-  cudaev_loop_set_timer_cb(loop, told_ns_cb, &t);
+  struct told_deadline t = {0, 0};
+  cudaev_loop_set_timer_cb(loop, told_deadline_cb, &t);
   cr_expect_eq(t.ns, -1, "nothing pending: no deadline");
   /* One kernel: taken in, spun for, completed, all in one call. On a
    * loaded machine the fake GPU may come after the spin window: then the
@@ -805,7 +797,7 @@ Test(loop_gpu_fake, foreign_process_completes_what_its_spin_saw) {
     struct kchain c = {.loop = loop, .s = s, .left = 0};
     /* Afresh: the loop tells only a deadline that moved (by 10 us), so the
      * one told by drive_until's last call could stand for this one. */
-    cudaev_loop_set_timer_cb(loop, told_ns_cb, &t);
+    cudaev_loop_set_timer_cb(loop, told_deadline_cb, &t);
     cr_assert_eq(kernel(loop, s, 200, &f), cudaSuccess);
     cr_assert_eq(cudaev_future_then(f, kchain_cb, &c), cudaSuccess);
     cudaev_loop_process(loop);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cudaev.h"
+#include "told_deadline.h"
 
 #define MS 1000000ull
 
@@ -207,22 +208,12 @@ Test(loop_timer, destroy_fails_pending_timers) {
 
 /* Push-style deadlines: the application never asks cudaev_loop_prepare;
  * it waits as long as the last callback said. */
-struct told {
-  int calls;
-  int64_t ns;
-};
-static void timer_told(cudaev_loop_t *loop, int64_t ns, void *u) {
-  struct told *t = u;
-  t->calls++;
-  t->ns = ns;
-}
-
 Test(loop_timer, foreign_timer_cb) {
   cudaev_loop_t *loop;
   cr_assert_eq(cudaev_loop_new_foreign(&loop), cudaSuccess);
   cudaev_loop_process(loop);
-  struct told t = {0};
-  cudaev_loop_set_timer_cb(loop, timer_told, &t);
+  struct told_deadline t = {0};
+  cudaev_loop_set_timer_cb(loop, told_deadline_cb, &t);
   cr_expect_eq(t.calls, 1);
   cr_expect_eq(t.ns, -1);
   cr_expect_eq(cudaev_loop_prepare_ns(loop), -1);
