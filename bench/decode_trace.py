@@ -26,6 +26,7 @@ untraced run's CPU or tokens/s. Writes PREFIX.md and PREFIX.json.
 """
 import argparse
 import bisect
+import collections
 import glob
 import json
 import os
@@ -54,6 +55,16 @@ def span_counters(d, wall_ns, moved=None):
             "moved": moved}
 
 
+def _group(**more):
+    """One batch size's samples (lists and counts, pooled across processes),
+    with ``more`` keys of its own."""
+    g = {"gpu_after_call": [], "resume_after_done": [], "between": [], "readers": [],
+         "passes": [], "parts": {k: [] for k in PARTS + ("other",)},
+         "via": collections.Counter(), "counters": {k: [] for k in SPANS}}
+    g.update(more)
+    return g
+
+
 def _delta(a, b):
     """The counters' deltas from a to b (the first five: the sixth is a CPU
     number) and whether the CPU changed (None when not recorded)."""
@@ -70,22 +81,21 @@ def analyze_one(trace):
     parts = sorted(trace.get("parts", []), key=lambda p: p[1])
     readers = sorted(trace.get("readers", []), key=lambda r: r[1])
     p_at, r_at = [p[1] for p in parts], [r[1] for r in readers]
-    seen = {}
+    seen = collections.Counter()
     out = {}
     for i, s in enumerate(steps):
         n = s["n"]
-        seen[n] = seen.get(n, 0) + 1
+        seen[n] += 1
         if seen[n] <= WARMUP_STEPS:
             continue
-        g = out.setdefault(n, {"gpu_after_call": [], "resume_after_done": [], "between": [],
-                               "parts": {k: [] for k in PARTS + ("other",)},
-                               "via": {}, "readers": [], "passes": [],
-                               "counters": {k: [] for k in SPANS}, "cpus": {}})
+        if n not in out:
+            out[n] = _group(cpus=collections.Counter())
+        g = out[n]
         d, moved = _delta(s.get("c_call"), s.get("c_resume"))
         if d is not None:
             g["counters"]["wait"].append(span_counters(d, s["resume"] - s["call"], moved))
             if len(s["c_resume"]) > 5:
-                g["cpus"][s["c_resume"][5]] = g["cpus"].get(s["c_resume"][5], 0) + 1
+                g["cpus"][s["c_resume"][5]] += 1
         if s["gpu_done"]:
             g["gpu_after_call"].append((s["gpu_done"] - s["call"]) / 1e3)
             g["resume_after_done"].append((s["resume"] - s["gpu_done"]) / 1e3)
@@ -101,8 +111,7 @@ def analyze_one(trace):
             g["readers"].append(len(calls))
             if s["gpu_done"]:
                 first = next((c for c in calls if c[2] >= s["gpu_done"]), None)
-                via = "in the call" if first is None else first[0]
-                g["via"][via] = g["via"].get(via, 0) + 1
+                g["via"]["in the call" if first is None else first[0]] += 1
         nxt = steps[i + 1] if i + 1 < len(steps) else None
         if nxt is None or nxt["n"] != n:
             continue
@@ -130,23 +139,21 @@ def pool(results):
     out = {}
     for r in results:
         for n, g in r.items():
-            o = out.setdefault(n, {"gpu_after_call": [], "resume_after_done": [], "between": [],
-                                   "parts": {k: [] for k in PARTS + ("other",)}, "via": {},
-                                   "readers": [], "passes": [], "between_p50_each": [],
-                                   "counters": {k: [] for k in SPANS}, "cpus_each": []})
+            if n not in out:
+                out[n] = _group(between_p50_each=[], cpus_each=[])
+            o = out[n]
             if g.get("cpus"):
                 # how many CPUs the engine resumed on in this process, and
                 # the share of its steps on the one it used most
                 c = g["cpus"]
                 o["cpus_each"].append((len(c), max(c.values()) / sum(c.values())))
-            for k, v in g.get("counters", {}).items():
+            for k, v in g["counters"].items():
                 o["counters"][k] += v
             for k in ("gpu_after_call", "resume_after_done", "between", "readers", "passes"):
                 o[k] += g[k]
             for k, v in g["parts"].items():
                 o["parts"][k] += v
-            for k, v in g["via"].items():
-                o["via"][k] = o["via"].get(k, 0) + v
+            o["via"].update(g["via"])
             if g["between"]:
                 o["between_p50_each"].append(pct(g["between"], 50))
     return out
