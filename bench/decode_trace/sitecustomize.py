@@ -122,9 +122,9 @@ if _out:
 
     _enqueue = decode_torch.TorchBackend.enqueue
 
-    def _enqueue_noting_n(self, tokens, positions, slots):
+    def _enqueue_noting_n(self, tokens, *rest):
         _state["n"] = len(tokens)
-        return _enqueue(self, tokens, positions, slots)
+        return _enqueue(self, tokens, *rest)
 
     decode_torch.TorchBackend.enqueue = _enqueue_noting_n
     for cls, name in ((decode_engine.Engine, "_deliver"), (decode_engine.Engine, "_boundary"),

@@ -58,6 +58,10 @@ def add_arguments(parser):
     g.add_argument("--decode-graphs", choices=("on", "off"), default="on",
                    help="on a GPU, run each step as a CUDA graph captured at start (on, the "
                    "default, as engines do) or op by op from Python (off)")
+    g.add_argument("--decode-overlap", choices=("on", "off"), default="on",
+                   help="enqueue each step before awaiting the one before it, its inputs "
+                   "read on the device (on, the default, as SGLang's and vLLM's overlap "
+                   "scheduling do), or only after that step's tokens were delivered (off)")
     g.add_argument("--decode-max-body", type=int, default=1 << 16,
                    help="largest request body in bytes (default 65536)")
     g.add_argument("--decode-default-tokens", type=int, default=16,
@@ -147,7 +151,8 @@ class DecodeService:
         cfg = self.cfg
         self.backend = decode_backends.make_backend(cfg, _weights(cfg, self.dims), self.dims)
         self.engine = decode_engine.Engine(self.backend, lambda ev: waiting.wait_event(cfg, ev),
-                                           self.metrics, cfg.decode_max_waiting)
+                                           self.metrics, cfg.decode_max_waiting,
+                                           overlap=cfg.decode_overlap == "on")
         self.engine.start()
 
     async def drain(self):

@@ -1,17 +1,32 @@
 """Where a decode step runs: the CPU backend (numpy on a worker thread, for
 CI and machines without a GPU) and the torch backend (``decode_torch.py``).
 Both offer what ``decode_engine.Engine`` asks: ``max_batch``, ``max_len``,
-``enqueue(tokens, positions, slots) -> event``, ``result(n)``, ``close()``,
-and ``reference()``: a one-slot model of the same kind on the same device,
-for checking answers (``decode_model.reference_check``).
+``enqueue(tokens, prev, positions, slots) -> step`` (a :class:`Step`),
+``result(step, n)``, ``close()``, and ``reference()``: a one-slot model of
+the same kind on the same device, for checking answers
+(``decode_model.reference_check``).
 
 Thread: ``enqueue``, ``result`` and ``close`` run on the event loop's
-thread, one step at a time (the engine awaits each step's event before the
-next ``enqueue``).
+thread. At most two steps are outstanding (enqueued, their result not read
+yet): the engine reads a step's result before it enqueues the step after
+next, so two sets of host buffers, used in turn, suffice.
 """
 import concurrent.futures
 
+import numpy as np
+
 from decode_model import Dims, NumpyModel
+
+
+class Step:
+    """An enqueued step: ``event`` completes when it is done; ``k`` says
+    which of the backend's two buffer sets it uses; ``out``, the CPU
+    backend's result."""
+
+    __slots__ = ("event", "k", "out")
+
+    def __init__(self, event, k):
+        self.event, self.k, self.out = event, k, None
 
 
 class CpuBackend:
@@ -26,26 +41,27 @@ class CpuBackend:
         self.max_batch, self.max_len = max_batch, dims.max_len
         self.model = NumpyModel(weights, dims, max_batch)
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="decode-cpu")
-        self._out = None
+        self._last = np.zeros(max_batch, np.int64)  # the worker's: the last step's output
 
-    def enqueue(self, tokens, positions, slots):
+    def enqueue(self, tokens, prev, positions, slots):
         import waiting  # noqa: PLC0415 (the service's module, beside this one)
 
-        event = waiting.HostEvent()
+        step = Step(waiting.HostEvent(), 0)
 
-        def work():
+        def work():  # on the worker, in enqueue order: _last is the step before's
             try:
-                self._out = self.model.step(tokens, positions, slots)
+                t = np.where(prev >= 0, self._last[np.maximum(prev, 0)], tokens)
+                step.out = self._last = self.model.step(t, positions, slots)
             except Exception as e:  # reported through the event, as a device fault would be
-                event.set(f"{type(e).__name__}: {e}")
+                step.event.set(f"{type(e).__name__}: {e}")
                 return
-            event.set()
+            step.event.set()
 
         self._pool.submit(work)
-        return event
+        return step
 
-    def result(self, n):
-        return self._out[:n]
+    def result(self, step, n):
+        return step.out[:n]
 
     def reference(self):
         return NumpyModel(self.weights, self.dims, 1)

@@ -4,12 +4,20 @@ running sequence together.
 A request becomes a :class:`Sequence` (``Engine.submit``) and waits in a
 queue; at each step boundary the engine admits waiting sequences into free
 KV-cache slots, removes the finished and the cancelled ones, and runs one
-step for the batch: the model enqueues the work and hands back an event,
-the engine awaits it with ``wait_event`` (the ``--wait`` mode), then gives
-each sequence that produced a token its token, through the sequence's
+step for the batch: the model enqueues the work and hands back a step whose
+event the engine awaits with ``wait_event`` (the ``--wait`` mode), then
+gives each sequence that produced a token its token, through the sequence's
 asyncio queue. A prompt is fed one token per step through the same batched
 step (prefill and decode are one kind of step), so a joining sequence never
 holds up the running ones for longer than one step.
+
+With ``overlap`` (the default, as SGLang's overlap scheduler and vLLM's
+async scheduling do) the engine enqueues step n+1 before it awaits step n:
+a row whose input is step n's output reads it on the device (the backend's
+``prev``), so the GPU goes from one step to the next while the engine
+awaits, reads and delivers the last one. The engine's Python and its wait
+then overlap the GPU's work instead of adding to it; without overlap each
+step is enqueued only after the last one's tokens were delivered.
 
 With nothing to run the task awaits an ``asyncio.Event`` that ``submit``
 sets: an idle service uses no CPU.
@@ -41,33 +49,51 @@ class Sequence:
     (wrote it to the client), False to have it queued; a token is queued
     whenever the queue is not empty, so the two ways never reorder."""
 
-    __slots__ = ("id", "prompt", "max_tokens", "queue", "sink", "slot", "pos", "generated",
-                 "cancelled", "finish_reason", "t_submit")
+    __slots__ = ("id", "prompt", "max_tokens", "queue", "sink", "slot", "pos", "fed", "row",
+                 "generated", "cancelled", "finish_reason", "t_submit")
 
     def __init__(self, seq_id, prompt, max_tokens):
         self.id, self.prompt, self.max_tokens = seq_id, list(prompt), max_tokens
         self.queue = asyncio.Queue()
         self.sink = None
         self.slot = None
-        self.pos = 0  # tokens fed so far
+        self.pos = 0  # inputs whose step was delivered
+        self.fed = 0  # inputs enqueued (pos, or pos + 1 while a step with it is in flight)
+        self.row = 0  # its row in the last step enqueued with it
         self.generated = []
         self.cancelled = False
         self.finish_reason = None
         self.t_submit = time.monotonic()
 
+    @property
+    def steps(self):
+        """Steps it needs: one per prompt token (the last one's output is
+        the first token), then one per further token."""
+        return len(self.prompt) + self.max_tokens - 1
+
     def next_input(self):
-        return self.prompt[self.pos] if self.pos < len(self.prompt) else self.generated[-1]
+        """(token, prev): the input of its next step, or (0, row) when it is
+        row ``row`` of the output of the step in flight (not read yet)."""
+        if self.fed < len(self.prompt):
+            return self.prompt[self.fed], -1
+        if self.fed > self.pos:
+            return 0, self.row
+        return self.generated[-1], -1
 
 
 class Engine:
-    """``backend`` has ``max_batch``, ``max_len`` and ``enqueue(tokens,
-    positions, slots) -> event`` and ``result(n) -> int64 [n]`` (the next
-    tokens of the last enqueued step, valid once its event completed);
-    ``wait`` is ``async wait(event)``; ``metrics`` a :class:`DecodeMetrics`."""
+    """``backend`` has ``max_batch``, ``max_len``, ``enqueue(tokens, prev,
+    positions, slots) -> step`` (``step.event`` completes when the step is
+    done; row i's input is ``tokens[i]``, or when ``prev[i] >= 0`` row
+    ``prev[i]`` of the output of the step enqueued before, read on the
+    device) and ``result(step, n) -> int64 [n]`` (the step's next tokens,
+    once its event completed); ``wait`` is ``async wait(event)``;
+    ``metrics`` a :class:`DecodeMetrics`; ``overlap``: enqueue the next step
+    before awaiting the last (see the module)."""
 
-    def __init__(self, backend, wait, metrics, max_waiting=1024):
+    def __init__(self, backend, wait, metrics, max_waiting=1024, overlap=True):
         self.backend, self.wait, self.metrics = backend, wait, metrics
-        self.max_waiting = max_waiting
+        self.max_waiting, self.overlap = max_waiting, overlap
         self.free_slots = list(range(backend.max_batch - 1, -1, -1))
         self.waiting = collections.deque()
         self.running = []
@@ -159,34 +185,64 @@ class Engine:
         self.metrics.active = len(self.running)
         self.metrics.waiting = len(self.waiting)
 
+    def _launch(self, batch):
+        """Enqueues one step for ``batch``; returns (batch, step, t0)."""
+        n = len(batch)
+        tokens, prev = np.empty(n, np.int64), np.empty(n, np.int64)
+        for i, seq in enumerate(batch):
+            tokens[i], prev[i] = seq.next_input()
+        positions = np.fromiter((s.fed for s in batch), np.int64, n)
+        slots = np.fromiter((s.slot for s in batch), np.int64, n)
+        t0 = time.monotonic()
+        step = self.backend.enqueue(tokens, prev, positions, slots)
+        for i, seq in enumerate(batch):
+            seq.fed += 1
+            seq.row = i
+        return batch, step, t0
+
+    def _fail(self, e):
+        """The device failed a step: every running sequence ends."""
+        reason = f"error: {type(e).__name__}: {e}".splitlines()[0]
+        for seq in self.running:
+            self._finish(seq, reason)
+        self.running = []
+
     async def _run(self):
+        inflight = None  # (batch, step, t0): enqueued, its tokens not delivered
         while not self._stop:
             self._boundary()
-            if not self.running:
-                self._wake.clear()
-                if not self.waiting:
-                    await self._wake.wait()
-                continue
-            batch = self.running
-            n = len(batch)
-            tokens = np.fromiter((s.next_input() for s in batch), np.int64, n)
-            positions = np.fromiter((s.pos for s in batch), np.int64, n)
-            slots = np.fromiter((s.slot for s in batch), np.int64, n)
-            t0 = time.monotonic()
+            nxt = None
+            if inflight is None or self.overlap:
+                batch = [s for s in self.running if s.fed < s.steps]
+                if batch:
+                    try:
+                        nxt = self._launch(batch)
+                    except Exception as e:  # the launch itself failed
+                        self._fail(e)
+                        inflight = None
+                        continue
+            if inflight is None:
+                if nxt is None:
+                    self._wake.clear()
+                    if not self.waiting:
+                        await self._wake.wait()
+                    continue
+                inflight, nxt = nxt, None
+                if self.overlap:
+                    continue  # the next step goes in behind it before the wait
+            batch, step, t0 = inflight
             try:
-                event = self.backend.enqueue(tokens, positions, slots)
-                await self.wait(event)
-                out = self.backend.result(n)
+                await self.wait(step.event)
+                out = self.backend.result(step, len(batch))
             except asyncio.CancelledError:
                 raise
-            except Exception as e:  # the device failed the step: its sequences end
-                reason = f"error: {type(e).__name__}: {e}".splitlines()[0]
-                for seq in batch:
-                    self._finish(seq, reason)
-                self.running = []
+            except Exception as e:  # the device failed the step (and the one behind it)
+                self._fail(e)
+                inflight = None
                 continue
-            self.metrics.step(time.monotonic() - t0, n)
+            self.metrics.step(time.monotonic() - t0, len(batch))
             self._deliver(batch, out)
+            inflight = nxt
             # A step boundary is a scheduling point: the writers of the
             # tokens just delivered, and requests that want to join, run
             # before the next step. The wait above need not suspend (cudaev
@@ -196,10 +252,11 @@ class Engine:
             await asyncio.sleep(0)
 
     def _deliver(self, batch, out):
-        keep = []
         made = 0
         for seq, tok in zip(batch, out.tolist()):
             seq.pos += 1
+            if seq.finish_reason is not None:  # cancelled while its step ran
+                continue
             if seq.pos >= len(seq.prompt) and not seq.cancelled:
                 seq.generated.append(tok)
                 if seq.sink is None or not seq.queue.empty() or not seq.sink(tok):
@@ -207,7 +264,5 @@ class Engine:
                 made += 1
                 if len(seq.generated) >= seq.max_tokens:
                     self._finish(seq, "length")
-                    continue
-            keep.append(seq)
         self.metrics.tokens += made
-        self.running = keep
+        self.running = [s for s in self.running if s.finish_reason is None]

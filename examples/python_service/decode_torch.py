@@ -5,8 +5,11 @@ device.
 A step enqueues everything on the current stream and does not wait: the
 inputs go up from a pinned buffer, the next tokens come back into another
 (both non-blocking copies), and a ``torch.cuda.Event`` recorded after the
-copy back is what the engine awaits. The pinned buffers are reused by the
-next step only after the engine has awaited this one's event.
+copy back is what the engine awaits. A row may take its input from the
+previous step's output on the device (``prev``: the engine's overlap), which
+each step leaves in ``last``. Two sets of pinned buffers are used in turn: a
+set is written again two steps later, when the engine has read the step
+that used it.
 
 On a CPU device (``--decode-device cpu``, for trying the torch arithmetic
 without a GPU) the step runs synchronously and its event is a completed
@@ -28,6 +31,7 @@ import numpy as np
 import torch
 
 from buckets import buckets
+from decode_backends import Step
 from decode_model import Dims
 
 
@@ -74,6 +78,16 @@ class TorchModel:
             x = x + torch.relu(self._layernorm(x) @ w["w1"][layer]) @ w["w2"][layer]
         return self._layernorm(x) @ w["wout"]
 
+    @torch.inference_mode()
+    def step_on_device(self, last, tok, pos, slot, prev, maxp):
+        """The next tokens of one step, all on the device: row i's input is
+        ``tok[i]``, or ``last[prev[i]]`` where ``prev[i] >= 0`` (the step
+        before's output); leaves this step's output in ``last``."""
+        tok = torch.where(prev >= 0, last[prev.clamp(min=0)], tok)
+        out = self.forward(tok, pos, slot, maxp).argmax(-1)
+        last[:out.shape[0]].copy_(out)
+        return out
+
     def logits(self, tokens, positions, slots):
         """NumpyModel.logits on the device, synchronously (the reference)."""
         t = [torch.from_numpy(np.asarray(a, np.int64)).to(self.device)
@@ -88,15 +102,15 @@ class StepGraphs:
     """The decode step as CUDA graphs, one per (batch, length) bucket.
 
     Each graph reads its bucket's static device input (tokens, positions,
-    slots of B rows: 3B int64) and leaves the next tokens in its static
-    output; the caller copies in before ``replay`` and out after it, on the
-    same stream. Every graph's memory comes from one pool: replays are
+    slots, prev of B rows: 4B int64) and the model's ``last``, and leaves
+    the next tokens in its static output and in ``last``; the caller copies
+    in before ``replay`` and out after it, on the same stream. Every graph's memory comes from one pool: replays are
     serialized on one stream and each output is copied out before the next
     replay, so a later graph may reuse an earlier one's scratch. The KV cache
     has one slot more than the batch, ``scratch``, which the pad rows write.
     """
 
-    def __init__(self, model, max_batch):
+    def __init__(self, model, max_batch, last):
         self.model, self.scratch = model, max_batch
         self.batch_buckets = buckets(max_batch, 1)
         self.len_buckets = buckets(model.dims.max_len, min(32, model.dims.max_len))
@@ -104,19 +118,20 @@ class StepGraphs:
         pool = torch.cuda.graph_pool_handle()
         side = torch.cuda.Stream(model.device)
         for B in reversed(self.batch_buckets):  # the largest first: the pool fits all
-            d_in = torch.zeros((3 * B,), dtype=torch.int64, device=model.device)
-            d_in[2 * B:] = self.scratch
-            tok, pos, slot = d_in.view(3, B)
+            d_in = torch.zeros((4 * B,), dtype=torch.int64, device=model.device)
+            d_in[2 * B:3 * B] = self.scratch
+            d_in[3 * B:] = -1
+            tok, pos, slot, prev = d_in.view(4, B)
             for T in reversed(self.len_buckets):
                 # Warm up outside the capture (cuBLAS handles, lazily loaded
                 # kernels), on a side stream as capture requires.
                 side.wait_stream(torch.cuda.current_stream(model.device))
                 with torch.cuda.stream(side):
-                    model.forward(tok, pos, slot, T).argmax(-1)
+                    model.step_on_device(last, tok, pos, slot, prev, T)
                 torch.cuda.current_stream(model.device).wait_stream(side)
                 g = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(g, pool=pool):
-                    out = model.forward(tok, pos, slot, T).argmax(-1)
+                    out = model.step_on_device(last, tok, pos, slot, prev, T)
                 self.graphs[(B, T)] = (g, d_in, out)
         torch.cuda.synchronize(model.device)
 
@@ -136,54 +151,60 @@ class TorchBackend:
         graphs = graphs and on_gpu
         # With graphs the cache has a scratch slot for the pad rows.
         self.model = TorchModel(weights, dims, max_batch + graphs, device)
-        # Tokens, positions and slots of n rows are its first 3n entries: one
-        # contiguous pinned range, so one asynchronous copy.
-        self.h_in = torch.empty((3 * max_batch,), dtype=torch.int64, pin_memory=on_gpu)
-        self.h_out = torch.empty((max_batch,), dtype=torch.int64, pin_memory=on_gpu)
-        self.graphs = StepGraphs(self.model, max_batch) if graphs else None
+        # The last step's output, where the next step's rows with a prev read it.
+        self.last = torch.zeros((max_batch,), dtype=torch.int64, device=self.model.device)
+        # Tokens, positions, slots and prev of n rows are the first 4n entries
+        # of a set: one contiguous pinned range, so one asynchronous copy.
+        self.h_in = torch.empty((2, 4 * max_batch), dtype=torch.int64, pin_memory=on_gpu)
+        self.h_out = torch.empty((2, max_batch), dtype=torch.int64, pin_memory=on_gpu)
+        self.k = 0  # the set the next step uses
+        self.graphs = StepGraphs(self.model, max_batch, self.last) if graphs else None
         if self.graphs is None:  # the graphs own their device inputs
-            self.d_in = torch.empty((3 * max_batch,), dtype=torch.int64,
+            self.d_in = torch.empty((4 * max_batch,), dtype=torch.int64,
                                     device=self.model.device)
 
-    def _enqueue_graph(self, tokens, positions, slots):
+    def _enqueue_graph(self, k, tokens, prev, positions, slots):
         n = len(tokens)
         g, d_in, out = self.graphs.bucket(n, int(positions.max()) + 1)
-        B = d_in.shape[0] // 3
-        hin = self.h_in.numpy()
-        hin[:n], hin[B:B + n], hin[2 * B:2 * B + n] = tokens, positions, slots
+        B = d_in.shape[0] // 4
+        hin = self.h_in[k].numpy()
+        hin[:n], hin[B:B + n], hin[2 * B:2 * B + n], hin[3 * B:3 * B + n] = \
+            tokens, positions, slots, prev
         hin[n:B] = 0
         hin[B + n:2 * B] = 0
         hin[2 * B + n:3 * B] = self.graphs.scratch
-        d_in.copy_(self.h_in[:3 * B], non_blocking=True)
+        hin[3 * B + n:4 * B] = -1
+        d_in.copy_(self.h_in[k, :4 * B], non_blocking=True)
         g.replay()
-        self.h_out[:n].copy_(out[:n], non_blocking=True)
+        self.h_out[k, :n].copy_(out[:n], non_blocking=True)
 
-    def enqueue(self, tokens, positions, slots):
+    def enqueue(self, tokens, prev, positions, slots):
+        k, self.k = self.k, self.k ^ 1
         if self.graphs is not None:
-            self._enqueue_graph(tokens, positions, slots)
-            event = torch.cuda.Event()
-            event.record()
-            return event
-        n = len(tokens)
-        hin = self.h_in.numpy()
-        hin[:n], hin[n:2 * n], hin[2 * n:3 * n] = tokens, positions, slots
-        d_in = self.d_in[:3 * n]
-        d_in.copy_(self.h_in[:3 * n], non_blocking=True)
-        tok, pos, slot = d_in.view(3, n)
-        nxt = self.model.forward(tok, pos, slot, int(positions.max()) + 1).argmax(-1)
-        self.h_out[:n].copy_(nxt, non_blocking=True)
+            self._enqueue_graph(k, tokens, prev, positions, slots)
+        else:
+            n = len(tokens)
+            hin = self.h_in[k].numpy()
+            hin[:n], hin[n:2 * n], hin[2 * n:3 * n], hin[3 * n:4 * n] = \
+                tokens, positions, slots, prev
+            d_in = self.d_in[:4 * n]
+            d_in.copy_(self.h_in[k, :4 * n], non_blocking=True)
+            tok, pos, slot, prv = d_in.view(4, n)
+            nxt = self.model.step_on_device(self.last, tok, pos, slot, prv,
+                                            int(positions.max()) + 1)
+            self.h_out[k, :n].copy_(nxt, non_blocking=True)
         if self.model.device.type == "cuda":
             event = torch.cuda.Event()
             event.record()
-            return event
+            return Step(event, k)
         import waiting  # noqa: PLC0415
 
         event = waiting.HostEvent()
         event.set()
-        return event
+        return Step(event, k)
 
-    def result(self, n):
-        return self.h_out[:n].numpy().copy()
+    def result(self, step, n):
+        return self.h_out[step.k, :n].numpy().copy()
 
     def reference(self):
         return TorchModel(self.weights, self.dims, 1, self.device)

@@ -333,3 +333,88 @@ def test_decode_sizes():
     assert decode.DecodeService(cfg).dims == large
     with pytest.raises(SystemExit):
         p.parse_args(["--decode-size", "huge"])
+
+
+class _StepLog:
+    """A decode backend whose "model" is a function of the input token and
+    position, that logs its enqueues and reads and completes each step 1 ms
+    after it was enqueued, after the one before it (one stream)."""
+
+    max_batch, max_len = 4, 64
+
+    def __init__(self):
+        self.log, self.k, self.last, self.done_at = [], 0, np.zeros(4, np.int64), 0.0
+
+    @staticmethod
+    def f(tok, pos):
+        return (tok * 7 + pos * 3 + 1) % 101
+
+    def enqueue(self, tokens, prev, positions, slots):
+        import decode_backends
+
+        assert len(set(slots.tolist())) == len(slots)
+        t = np.where(prev >= 0, self.last[np.maximum(prev, 0)], tokens)
+        step = decode_backends.Step(asyncio.Event(), self.k)
+        step.out = self.last = self.f(t, positions)
+        loop = asyncio.get_running_loop()
+        self.done_at = max(self.done_at, loop.time()) + 0.001
+        loop.call_at(self.done_at, step.event.set)
+        self.log.append(("enqueue", self.k, int((prev >= 0).sum())))
+        self.k += 1
+        return step
+
+    def result(self, step, n):
+        self.log.append(("result", step.k))
+        return step.out[:n]
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_engine_overlap(overlap):
+    """With overlap the engine enqueues step n+1 (its decoding rows reading
+    step n's output through prev) before it reads step n, never more than
+    two ahead; without, one step at a time with every input from the host.
+    Either way each sequence gets what feeding it one token at a time gives,
+    while sequences join and leave."""
+    import decode_engine
+    import decode_metrics
+
+    def reference(prompt, n):
+        seq, out = list(prompt), []
+        for pos in range(len(prompt) + n - 1):
+            tok = int(_StepLog.f(np.int64(seq[pos]), pos))
+            if pos >= len(prompt) - 1:
+                out.append(tok)
+                seq.append(tok)
+        return out
+
+    async def go():
+        b = _StepLog()
+        e = decode_engine.Engine(b, lambda ev: ev.wait(), decode_metrics.DecodeMetrics(4),
+                                 overlap=overlap)
+        e.start()
+
+        async def one(prompt, n, delay):
+            await asyncio.sleep(delay)
+            seq = e.submit(prompt, n)
+            got = []
+            while (tok := await seq.queue.get()) is not decode_engine.END:
+                got.append(tok)
+            assert seq.finish_reason == "length"
+            return prompt, n, got
+
+        runs = [([5, 9, 2], 12, 0), ([1], 20, 0), ([8, 8], 3, 0.004), ([3, 1, 4, 1, 5], 9, 0.006),
+                ([7], 5, 0.02), ([2, 7], 6, 0.02)]
+        res = await asyncio.gather(*(one(*r) for r in runs))
+        await e.close()
+        return b.log, res
+
+    log, res = asyncio.run(go())
+    for prompt, n, got in res:
+        assert got == reference(prompt, n), prompt
+    ahead = most = 0
+    for entry in log:
+        ahead += 1 if entry[0] == "enqueue" else -1
+        most = max(most, ahead)
+    assert most == (2 if overlap else 1)
+    from_device = sum(entry[2] for entry in log if entry[0] == "enqueue")
+    assert (from_device > 0) == overlap
