@@ -332,7 +332,10 @@ void cudaev_loop_process(cudaev_loop_t *loop);
  * for, and the loop's deadline is then half a window before it is due, so
  * that the loop spins into it (hybrid polling) rather than hear of it only
  * through the host function it armed, which comes late in a VM: about one
- * extra wakeup and at most one window's spin per completion. With 0 the loop
+ * extra wakeup and at most one window's spin per completion. Work that comes
+ * later than that is looked for again after half a window, then at doubling
+ * intervals up to 250 us (or an eighth of its usual time), a wakeup with no
+ * spin each, while it is overdue by less than its usual time. With 0 the loop
  * only sleeps. Thread: any. */
 void cudaev_loop_set_spin(cudaev_loop_t *loop, unsigned max_us);
 

@@ -9,6 +9,7 @@
 #define GAP_MIN_NS       10000u   /* shortest sleep while streams are deep */
 #define DEEP_POLL_NS     1000000u /* sleep cap with deep streams, no gap known */
 #define WAKE_LATE_MAX_NS 200000u  /* most a hybrid wake is advanced for lateness */
+#define FOLLOW_MAX_NS    250000u  /* longest sleep between looks at overdue work */
 
 /* The argument of an armed wakeup (wake_arm_fn): refcounted, so that it
  * outlives the stream's record and the loop when the driver runs the host
@@ -64,17 +65,30 @@ static bool any_head_done(struct cudaev__gpu *g) {
  * late such a wake comes (timer slack; in a VM, a vCPU idle for long is
  * descheduled and comes back late): the next ask is that much earlier, up
  * to a bound that keeps an early wake's spin within reach of `due`. */
-static void note_hybrid_wake(struct cudaev__gpu *g) {
-  uint64_t now = cudaev__now_ns();
-  if (now < g->hybrid_at) return;
+static void note_hybrid_wake(struct cudaev__gpu *g, uint64_t now) {
   uint64_t late = now - g->hybrid_at;
   if (late > WAKE_LATE_MAX_NS) late = WAKE_LATE_MAX_NS;
   g->wake_late_ns = g->wake_late_ns - g->wake_late_ns / 8 + late / 8;
   g->hybrid_at = 0;
 }
 
+static uint64_t oldest_submit(struct cudaev__gpu *g) {
+  uint64_t oldest = UINT64_MAX;
+  for (uint32_t i = 0; i < g->nbusy; i++)
+    if (head_of(g->busy[i])->t_submit < oldest) oldest = head_of(g->busy[i])->t_submit;
+  return oldest;
+}
+
 uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *g) {
-  if (g->hybrid_at != 0) note_hybrid_wake(g);
+  uint64_t now = cudaev__now_ns();
+  uint64_t oldest = oldest_submit(g);
+  /* This pass is the one a hybrid wake asked for (or the first after it). */
+  bool woke = g->hybrid_at != 0 && now >= g->hybrid_at;
+  if (woke) note_hybrid_wake(g, now);
+  if (oldest != g->follow_sub) {
+    g->follow_sub = oldest;
+    g->nfollow = 0;
+  }
   if (g->nbusy == 0) {
     g->hybrid_at = 0; /* the work came before the ask: nothing to learn */
     return UINT64_MAX;
@@ -83,30 +97,38 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
    * timeout): the outer pass goes on and the loop asks again after it,
    * when the busy list no longer lists the streams drained meanwhile. */
   if (g->passing > 0) return 0;
-  uint64_t now = cudaev__now_ns();
   /* Adaptive spin (CUDA.jl): only while the oldest work is expected to
    * finish within the window, judged from recent completion times. */
   uint64_t max = (uint64_t)atomic_load_explicit(&loop->spin_max_us, memory_order_relaxed) * 1000;
   bool polls = max > 0 && !g->use_events; /* spins, and wakes to spin (hybrid) */
-  uint64_t oldest = UINT64_MAX;
+  uint64_t due = oldest + g->ewma_ns;
   if (polls) {
-    for (uint32_t i = 0; i < g->nbusy; i++)
-      if (head_of(g->busy[i])->t_submit < oldest) oldest = head_of(g->busy[i])->t_submit;
     uint64_t end = oldest + 2 * g->ewma_ns + 5000;
     /* While completions flow (a pass completed something lately), the
      * next is likely near too: keep polling rather than sleep until a
      * stream's armed wakeup, which sits behind all of its queued work. */
     bool flowing = g->last_done + FLOW_NS > now;
     if (end < g->last_done + FLOW_NS) end = g->last_done + FLOW_NS;
-    /* Expected only well after the window, with nothing flowing: a spin
-     * would give up before the GPU got there, and the wakeup armed after
-     * it would come no sooner; it only holds the thread (a server's loop
-     * has other work). Sleep at once. "Well after": twice the window,
-     * because latencies seen through wakeups include the wakeup's own
-     * tens of microseconds, and work just past the window would otherwise
-     * never be polled for again. */
-    if (!flowing && oldest + g->ewma_ns > now + 2 * max) end = now;
-    if (end > now + max) end = now + max;
+    uint64_t limit = now + max;
+    if (woke) {
+      /* A hybrid wake spins until half a window past `due`, however early
+       * it came (its ask allows for the usual lateness). */
+      if (g->hybrid_due + max / 2 > limit) limit = g->hybrid_due + max / 2;
+    } else if (!flowing && due > now + 2 * max) {
+      /* Expected only well after the window, with nothing flowing: a spin
+       * would give up before the GPU got there, and the wakeup armed after
+       * it would come no sooner; it only holds the thread (a server's loop
+       * has other work). Sleep at once. "Well after": twice the window,
+       * because latencies seen through wakeups include the wakeup's own
+       * tens of microseconds, and work just past the window would otherwise
+       * never be polled for again. */
+      limit = now;
+    } else if (!flowing && due + max / 2 < now) {
+      /* Overdue, past the window a hybrid wake spun through: look, and
+       * look again after a while (below), rather than spin. */
+      limit = now;
+    }
+    if (end > limit) end = limit;
     uint64_t spun_from = now;
     while (now < end) {
       /* New submissions are not tracked yet: process them first. */
@@ -160,14 +182,33 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
    * `due` (its usual time); wake half a window before it and spin into it,
    * rather than learn of it only through the armed wakeup, whose host
    * function arrives tens of microseconds late on bare metal and over a
-   * hundred in a VM. Once per wait: when the spin has given up, `due` is
-   * past and the armed wakeup alone is left. */
+   * hundred in a VM (up to a millisecond after a long sleep). */
   g->hybrid_at = 0; /* an ask not renewed here is not waited for */
   if (polls) {
-    uint64_t due = oldest + g->ewma_ns, lead = max / 2 + g->wake_late_ns;
-    if (due > now + lead && due - lead - now < t) {
-      t = due - lead - now;
-      g->hybrid_at = due - lead;
+    uint64_t lead = max / 2 + g->wake_late_ns;
+    if (due > now + lead) {
+      if (due - lead - now < t) {
+        t = due - lead - now;
+        g->hybrid_at = due - lead;
+        g->hybrid_due = due;
+      }
+    } else if (now < due + g->ewma_ns) {
+      /* Due, and the spin did not see it (the GPU took longer this time):
+       * look again after half a window, then after twice as long each
+       * time (up to FOLLOW_MAX_NS, or an eighth of the usual time for
+       * long work), rather than wait for the armed wakeup. A look is a
+       * pass with no spin; short sleeps also keep a VM's vCPU from being
+       * descheduled. Only while overdue by less than the usual time:
+       * work that runs that much longer is not what the estimate is of,
+       * and the armed wakeup serves it without a look every few hundred
+       * microseconds. */
+      uint64_t most = g->ewma_ns / 8 > FOLLOW_MAX_NS ? g->ewma_ns / 8 : FOLLOW_MAX_NS;
+      uint64_t iv = (max / 2) << g->nfollow;
+      if (iv >= most)
+        iv = most;
+      else
+        g->nfollow++;
+      if (iv < t) t = iv;
     }
   }
   return t;
