@@ -99,12 +99,9 @@ struct cudaev__gpu {
                          while work stayed queued (0: none seen yet) */
   uint64_t next_watchdog;
   /* gpu_wake.c's hybrid polling: the wake it last asked for (ns, 0: none
-   * outstanding), when the work it was for was due, how late the loop ran
-   * after such asks (on average), and the looks after a spin that missed
-   * (their count, for the back-off, and the submit time they are for). */
+   * outstanding), when the work it was for was due, and how late the loop
+   * ran after such asks, on average. */
   uint64_t hybrid_at, hybrid_due, wake_late_ns;
-  uint64_t follow_sub;
-  uint32_t nfollow;
   /* gpu_done.c's: cudaev_future_new_work_done's futures whose markers have not passed yet (loop
    * thread only; few, searched linearly when one passes). */
   struct cudaev__watch *watch;

@@ -81,14 +81,9 @@ static uint64_t oldest_submit(struct cudaev__gpu *g) {
 
 uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *g) {
   uint64_t now = cudaev__now_ns();
-  uint64_t oldest = oldest_submit(g);
   /* This pass is the one a hybrid wake asked for (or the first after it). */
   bool woke = g->hybrid_at != 0 && now >= g->hybrid_at;
   if (woke) note_hybrid_wake(g, now);
-  if (oldest != g->follow_sub) {
-    g->follow_sub = oldest;
-    g->nfollow = 0;
-  }
   if (g->nbusy == 0) {
     g->hybrid_at = 0; /* the work came before the ask: nothing to learn */
     return UINT64_MAX;
@@ -101,8 +96,10 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
    * finish within the window, judged from recent completion times. */
   uint64_t max = (uint64_t)atomic_load_explicit(&loop->spin_max_us, memory_order_relaxed) * 1000;
   bool polls = max > 0 && !g->use_events; /* spins, and wakes to spin (hybrid) */
-  uint64_t due = oldest + g->ewma_ns;
+  uint64_t due = 0;                       /* when the oldest work is expected (polls only) */
   if (polls) {
+    uint64_t oldest = oldest_submit(g);
+    due = oldest + g->ewma_ns;
     uint64_t end = oldest + 2 * g->ewma_ns + 5000;
     /* While completions flow (a pass completed something lately), the
      * next is likely near too: keep polling rather than sleep until a
@@ -194,20 +191,17 @@ uint64_t cudaev__gpu_before_sleep(struct cudaev_loop *loop, struct cudaev__gpu *
       }
     } else if (now < due + g->ewma_ns) {
       /* Due, and the spin did not see it (the GPU took longer this time):
-       * look again after half a window, then after twice as long each
-       * time (up to FOLLOW_MAX_NS, or an eighth of the usual time for
-       * long work), rather than wait for the armed wakeup. A look is a
-       * pass with no spin; short sleeps also keep a VM's vCPU from being
-       * descheduled. Only while overdue by less than the usual time:
-       * work that runs that much longer is not what the estimate is of,
-       * and the armed wakeup serves it without a look every few hundred
-       * microseconds. */
+       * look again after as long as the work has been overdue (at least
+       * half a window, at most FOLLOW_MAX_NS or an eighth of the usual
+       * time for long work), so that the looks come at doubling intervals,
+       * rather than wait for the armed wakeup. A look is a pass with no
+       * spin; short sleeps also keep a VM's vCPU from being descheduled.
+       * Only while overdue by less than the usual time: work that runs
+       * that much longer is not what the estimate is of, and the armed
+       * wakeup serves it without a look every few hundred microseconds. */
       uint64_t most = g->ewma_ns / 8 > FOLLOW_MAX_NS ? g->ewma_ns / 8 : FOLLOW_MAX_NS;
-      uint64_t iv = (max / 2) << g->nfollow;
-      if (iv >= most)
-        iv = most;
-      else
-        g->nfollow++;
+      uint64_t iv = now > due + max / 2 ? now - due : max / 2;
+      if (iv > most) iv = most;
       if (iv < t) t = iv;
     }
   }
