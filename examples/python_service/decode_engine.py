@@ -187,18 +187,15 @@ class Engine:
 
     def _launch(self, batch):
         """Enqueues one step for ``batch``; returns (batch, step, t0)."""
-        n = len(batch)
-        tokens, prev = np.empty(n, np.int64), np.empty(n, np.int64)
+        rows = np.empty((4, len(batch)), np.int64)  # tokens, prev, positions, slots
         for i, seq in enumerate(batch):
-            tokens[i], prev[i] = seq.next_input()
-        positions = np.fromiter((s.fed for s in batch), np.int64, n)
-        slots = np.fromiter((s.slot for s in batch), np.int64, n)
-        t0 = time.monotonic()
-        step = self.backend.enqueue(tokens, prev, positions, slots)
-        for i, seq in enumerate(batch):
+            rows[0, i], rows[1, i] = seq.next_input()
+            rows[2, i], rows[3, i] = seq.fed, seq.slot
+            # Counted as fed now: if the enqueue fails, _fail ends them all.
             seq.fed += 1
             seq.row = i
-        return batch, step, t0
+        t0 = time.monotonic()
+        return batch, self.backend.enqueue(*rows), t0
 
     def _fail(self, e):
         """The device failed a step: every running sequence ends."""

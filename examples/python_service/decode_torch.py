@@ -104,9 +104,10 @@ class StepGraphs:
     Each graph reads its bucket's static device input (tokens, positions,
     slots, prev of B rows: 4B int64) and the model's ``last``, and leaves
     the next tokens in its static output and in ``last``; the caller copies
-    in before ``replay`` and out after it, on the same stream. Every graph's memory comes from one pool: replays are
-    serialized on one stream and each output is copied out before the next
-    replay, so a later graph may reuse an earlier one's scratch. The KV cache
+    in before ``replay`` and out after it, on the same stream. Every graph's
+    memory comes from one pool: replays are serialized on one stream and
+    each output is copied out before the next replay, so a later graph may
+    reuse an earlier one's scratch. The KV cache
     has one slot more than the batch, ``scratch``, which the pad rows write.
     """
 
