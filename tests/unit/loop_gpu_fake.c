@@ -782,12 +782,14 @@ Test(loop_gpu_fake, looks_again_soon_when_a_spin_missed) {
   struct cudaev_loop_stats st;
   cudaev_loop_stats(loop, &st, sizeof st);
   uint64_t spun0 = st.spin_ns, t0 = (uint64_t)mono_ns();
-  /* Half as long again as the learnt 2 ms (plus the test's polls). */
-  cr_assert_eq(kernel(loop, s, 3500, &f), cudaSuccess);
+  /* Half as long again as the learnt 2 ms (plus the test's polls): the
+   * looks go on until about twice the learnt time, so a test thread held
+   * off its CPU for a while (a loaded machine) still meets them. */
+  cr_assert_eq(kernel(loop, s, 3000, &f), cudaSuccess);
   drive_until(loop, f);
   uint64_t took = (uint64_t)mono_ns() - t0;
   cudaev_loop_stats(loop, &st, sizeof st);
-  cr_expect(took < 20000000, "took %llu us for 3.5 ms of work", (unsigned long long)(took / 1000));
+  cr_expect(took < 20000000, "took %llu us for 3 ms of work", (unsigned long long)(took / 1000));
   cr_expect(st.spin_ns - spun0 < 1000000, "spun %llu us",
             (unsigned long long)((st.spin_ns - spun0) / 1000));
   atomic_store(&hostfn_late_ms, 0);
