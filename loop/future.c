@@ -46,6 +46,25 @@ struct cudaev_future *cudaev__future_new(struct cudaev_loop *loop, int kind) {
   return f;
 }
 
+/* Complete at its creation, so nobody can have attached a continuation:
+ * firing would run nothing. It is marked fired here instead of being sent
+ * to the loop, whose only effect off the loop thread would be a wake-up of
+ * the loop (a write to its fd) for nothing: a server awaiting GPU work
+ * that is done by the time it asks would pay one per request. A
+ * continuation attached later runs on the loop's next pass, as on any
+ * fired future (cont_add). No loop reference: nothing listed holds it. */
+struct cudaev_future *cudaev__future_new_done(struct cudaev_loop *loop, int kind,
+                                              cudaError_t status) {
+  struct cudaev_future *f = cudaev__future_new(loop, kind);
+  if (f == NULL) return NULL;
+  f->result = status;
+  f->fired = 1;
+  atomic_store_explicit(&f->msg_bits, CUDAEV__C0_CLOSED, memory_order_relaxed);
+  atomic_store_explicit(&f->state, CUDAEV__DONE, memory_order_release);
+  atomic_fetch_add_explicit(&loop->done_at_creation, 1, memory_order_relaxed);
+  return f;
+}
+
 CUDAEV_EXPORT cudaev_future_t *cudaev_future_retain(cudaev_future_t *f) {
   if (f == NULL) return f;
   CUDAEV__CHECK_LIVE(f, "cudaev_future_retain");

@@ -77,7 +77,7 @@ struct cudaev_future {
   _Atomic uint32_t msg_bits; /* CUDAEV__MB_* waiting in the queue, CUDAEV__C0_* */
   cudaError_t result;        /* valid once DONE */
   uint8_t kind;              /* cudaev__fkind */
-  uint8_t fired : 1;         /* loop only: continuations ran */
+  uint8_t fired : 1;         /* loop only (or at creation, done): continuations ran */
   uint8_t passed : 1;        /* loop only, GPU: its stream passed its marker */
   uint8_t watched : 1;       /* loop only, GPU: a cudaev_future_new_work_done waits for it */
   uint8_t counted : 1;       /* GPU: counted in its stream's backlog slot */
@@ -139,6 +139,10 @@ _Static_assert(sizeof(struct cudaev_future) <= 128,
 
 /* Allocates a future of `kind` with refs = 1 (the caller's). */
 struct cudaev_future *cudaev__future_new(struct cudaev_loop *loop, int kind);
+/* A future of `kind` already complete with `status`, from any thread,
+ * without a message to the loop (future.c says why). */
+struct cudaev_future *cudaev__future_new_done(struct cudaev_loop *loop, int kind,
+                                              cudaError_t status);
 
 /* A promise of the library's own (CUDAEV__K_RELAY), with the caller's
  * reference and the loop's (dropped when it fires); complete it with

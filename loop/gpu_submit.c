@@ -51,11 +51,12 @@ static cudaError_t mark(struct cudaev__sub *s, CUstream stream, cudaev_future_t 
   return cudaSuccess;
 }
 
-/* A future completed with success, for work found done at submission. */
+/* A future completed with success, for work found done at submission:
+ * the loop does not hear of it (no wake-up) unless a continuation is
+ * attached. */
 static cudaError_t done_now(struct cudaev_loop *loop, cudaev_future_t **out) {
-  struct cudaev_future *f = cudaev__relay_new(loop, false);
+  struct cudaev_future *f = cudaev__future_new_done(loop, CUDAEV__K_RELAY, cudaSuccess);
   if (f == NULL) return cudaErrorMemoryAllocation;
-  cudaev__future_try_complete(f, cudaSuccess);
   *out = f;
   return cudaSuccess;
 }

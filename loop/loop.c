@@ -401,7 +401,8 @@ CUDAEV_EXPORT cudaError_t cudaev_loop_stats(cudaev_loop_t *loop, struct cudaev_l
   s.size = size < sizeof s ? size : sizeof s;
   s.passes = atomic_load_explicit(&loop->st.passes, memory_order_relaxed);
   s.wakeups = atomic_load_explicit(&loop->st.wakeups, memory_order_relaxed);
-  s.completions = atomic_load_explicit(&loop->st.completions, memory_order_relaxed);
+  s.completions = atomic_load_explicit(&loop->st.completions, memory_order_relaxed) +
+                  atomic_load_explicit(&loop->done_at_creation, memory_order_relaxed);
   s.timers_fired = atomic_load_explicit(&loop->st.timers_fired, memory_order_relaxed);
   s.gpu_completions = atomic_load_explicit(&loop->st.gpu_completions, memory_order_relaxed);
   s.gpu_word_markers = atomic_load_explicit(&loop->st.gpu_words, memory_order_relaxed);

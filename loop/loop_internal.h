@@ -98,6 +98,9 @@ struct cudaev_loop {
         watchdog_checks, watchdog_errors;
     _Atomic uint64_t gpu_latency[CUDAEV_LOOP_LATENCY_BUCKETS];
   } st;
+  /* Futures complete at their creation, on any thread (many writers:
+   * atomic adds); counted into the stats' completions when read. */
+  _Atomic uint64_t done_at_creation;
   /* cudaev_loop_close from inside a callback: the pass's caller (the run
    * mode) closes the loop when its outermost pass returns. */
   cudaev_close_cb close_cb;

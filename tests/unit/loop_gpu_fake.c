@@ -572,6 +572,51 @@ Test(loop_gpu_fake, event_done_at_submission_completes_at_once) {
   cudaev_loop_destroy(loop);
 }
 
+/* A done event's future is complete without the loop hearing of it: a
+ * thread other than the loop's asks (a Python service's wait, with the
+ * loop driven by asyncio), and the loop's fd stays quiet, where a message
+ * would wake the application's loop for nothing. It still counts as a
+ * completion, and a continuation attached later runs on the loop's pass. */
+static bool fd_readable(cudaev_loop_t *loop) {
+  struct pollfd p = {.fd = cudaev_loop_fd(loop), .events = POLLIN};
+  return poll(&p, 1, 0) == 1;
+}
+
+Test(loop_gpu_fake, done_event_future_does_not_wake_the_loop) {
+  CUstream s;
+  cudaev_loop_t *loop = foreign_with_stream(&s);
+  CUevent ev;
+  f_ecreate(&ev, 0);
+  f_erecord(ev, s);
+  cr_assert_eq(f_ssync(s), CUDA_SUCCESS);
+  while (fd_readable(loop)) cudaev_loop_process(loop);
+  struct cudaev_loop_stats st;
+  cudaev_loop_stats(loop, &st, sizeof st);
+  uint64_t done0 = st.completions, passes0 = st.passes;
+  cudaev_future_t *e[8];
+  for (int i = 0; i < 8; i++) {
+    cr_assert_eq(cudaev_future_new_event(loop, (cudaEvent_t)ev, &e[i]), cudaSuccess);
+    cr_expect_eq(cudaev_future_result(e[i]), cudaSuccess);
+  }
+  cr_expect_not(fd_readable(loop), "the loop was woken for work done at submission");
+  cudaev_loop_stats(loop, &st, sizeof st);
+  cr_expect_eq(st.completions - done0, 8, "%llu completions counted",
+               (unsigned long long)(st.completions - done0));
+  cr_expect_eq(st.passes, passes0);
+  cr_expect_eq(cudaev_loop_pending(loop), 0);
+  /* A continuation attached now: the loop hears of that, and runs it. */
+  struct count c = {0};
+  cr_assert_eq(cudaev_future_then(e[0], count_cb, &c), cudaSuccess);
+  cr_expect(fd_readable(loop), "a continuation on a done future did not reach the loop");
+  for (int i = 0; i < 100 && atomic_load(&c.n) < 1; i++) cudaev_loop_process(loop);
+  cr_expect_eq(atomic_load(&c.n), 1);
+  cr_expect(pthread_equal(c.th, pthread_self()), "ran off the thread driving the loop");
+  cr_expect_eq(cudaev_future_cancel(e[1]), 0, "a done future was cancelled");
+  for (int i = 0; i < 8; i++) cudaev_future_release(e[i]);
+  f_edestroy(ev);
+  cudaev_loop_destroy(loop);
+}
+
 /* Loop-thread host functions on the event path (no stream memory
  * operations): fn runs on the loop thread, the stream waits for it, its
  * outcome is the future's, in order with futures around it. */
