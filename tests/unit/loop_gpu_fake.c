@@ -16,6 +16,7 @@
 #include <criterion/criterion.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -772,6 +773,15 @@ static cudaev_loop_t *learnt_loop(CUstream *s, unsigned spin_us, unsigned us, in
 enum { TIMED_ATTEMPTS = 6, WHY_LEN = 160 };
 typedef bool timed_attempt_fn(char why[WHY_LEN]);
 
+/* Records why an attempt missed; returns false (the attempt's outcome). */
+__attribute__((format(printf, 2, 3))) static bool missed(char why[WHY_LEN], const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, WHY_LEN, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
 static void expect_one_attempt_holds(timed_attempt_fn *attempt) {
   char why[WHY_LEN] = "";
   int tried = 0;
@@ -792,12 +802,10 @@ static bool spin_only_within_the_window(char why[WHY_LEN]) {
   int64_t t = cudaev_loop_prepare_ns(loop);
   cudaev_loop_stats(loop, &st, sizeof st);
   if (t <= 0) {
-    held = false;
-    snprintf(why, WHY_LEN, "told %lld ns with 20 ms of work running", (long long)t);
+    held = missed(why, "told %lld ns with 20 ms of work running", (long long)t);
   } else if (st.spin_ns != before) {
-    held = false;
-    snprintf(why, WHY_LEN, "spun %llu ns for work expected after the window",
-             (unsigned long long)(st.spin_ns - before));
+    held = missed(why, "spun %llu ns for work expected after the window",
+                  (unsigned long long)(st.spin_ns - before));
   }
   drive_until(loop, f);
   cudaev_future_release(f);
@@ -810,8 +818,7 @@ static bool spin_only_within_the_window(char why[WHY_LEN]) {
   }
   cudaev_loop_stats(loop, &st, sizeof st);
   if (held && st.spin_ns <= before) {
-    held = false;
-    snprintf(why, WHY_LEN, "never spun for 100 us kernels");
+    held = missed(why, "never spun for 100 us kernels");
   }
   cudaev_loop_destroy(loop);
   return held;
@@ -837,19 +844,15 @@ static bool hybrid_wake(char why[WHY_LEN]) {
   /* About 5 ms (the learnt time includes the test's millisecond polls);
    * without hybrid polling, until the watchdog: 200 ms. */
   if (t <= 1000000 || t >= 20000000) {
-    held = false;
-    snprintf(why, WHY_LEN, "sleeps %lld ns: want until about 5 ms", (long long)t);
+    held = missed(why, "sleeps %lld ns: want until about 5 ms", (long long)t);
   } else if (st.spin_ns != spun) {
-    held = false;
-    snprintf(why, WHY_LEN, "spun at once for work 5 ms away");
+    held = missed(why, "spun at once for work 5 ms away");
   }
   drive_until(loop, f);
-  uint64_t before = spun;
   cudaev_loop_stats(loop, &st, sizeof st);
-  if (held && st.spin_ns - before > 3 * 400000) {
-    held = false;
-    snprintf(why, WHY_LEN, "spun %llu ns: a few windows at most",
-             (unsigned long long)(st.spin_ns - before));
+  if (held && st.spin_ns - spun > 3 * 400000) {
+    held =
+        missed(why, "spun %llu ns: a few windows at most", (unsigned long long)(st.spin_ns - spun));
   }
   cudaev_future_release(f);
   cudaev_loop_destroy(loop);
@@ -884,11 +887,9 @@ static bool looks_after_a_missed_spin(char why[WHY_LEN]) {
   uint64_t took = (uint64_t)mono_ns() - t0;
   cudaev_loop_stats(loop, &st, sizeof st);
   if (took >= 20000000) {
-    held = false;
-    snprintf(why, WHY_LEN, "took %llu us for 3 ms of work", (unsigned long long)(took / 1000));
+    held = missed(why, "took %llu us for 3 ms of work", (unsigned long long)(took / 1000));
   } else if (st.spin_ns - spun0 >= 1000000) {
-    held = false;
-    snprintf(why, WHY_LEN, "spun %llu us", (unsigned long long)((st.spin_ns - spun0) / 1000));
+    held = missed(why, "spun %llu us", (unsigned long long)((st.spin_ns - spun0) / 1000));
   }
   atomic_store(&hostfn_late_ms, 0);
   cudaev_future_release(f);
