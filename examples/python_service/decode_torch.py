@@ -159,6 +159,9 @@ class TorchBackend:
         self.h_in = torch.empty((2, 4 * max_batch), dtype=torch.int64, pin_memory=on_gpu)
         self.h_out = torch.empty((2, max_batch), dtype=torch.int64, pin_memory=on_gpu)
         self.k = 0  # the set the next step uses
+        # One event a set, made once: a new torch.cuda.Event a step is a
+        # CUDA event created and destroyed a step.
+        self.events = (torch.cuda.Event(), torch.cuda.Event()) if on_gpu else None
         self.graphs = StepGraphs(self.model, max_batch, self.last) if graphs else None
         if self.graphs is None:  # the graphs own their device inputs
             self.d_in = torch.empty((4 * max_batch,), dtype=torch.int64,
@@ -195,7 +198,9 @@ class TorchBackend:
                                             int(positions.max()) + 1)
             self.h_out[k, :n].copy_(nxt, non_blocking=True)
         if self.model.device.type == "cuda":
-            event = torch.cuda.Event()
+            # A set's event is recorded again only when its set is: two steps
+            # later, once the engine has awaited it and read the step.
+            event = self.events[k]
             event.record()
             return Step(event, k)
         import waiting  # noqa: PLC0415
