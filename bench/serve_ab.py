@@ -18,9 +18,11 @@ time limit still leaves the runs it finished.
 
 SPEC is a space-separated list of words:
   KEY=VALUE      the server's environment (PYTHONPATH=/tmp/old-wheel)
+  wheel=PATH     a cudaev wheel, unpacked into a temporary folder put first
+                 on the server's PYTHONPATH (tools/py-wheel.sh builds one)
   server=PATH    another server.py (an older tree's examples/python_service)
   anything else  an argument of server.py (--wait poll)
-e.g.  new="--wait cudaev"  old="PYTHONPATH=/tmp/old --wait cudaev"  poll="--wait poll"
+e.g.  new="--wait cudaev"  old="wheel=/tmp/old/cudaev.whl --wait cudaev"  poll="--wait poll"
 
 Writes DIR/NAME-cC-rR.{json,txt,server.log} per run and DIR/ab.md (the table) and
 DIR/ab.json. Environment: WRK, as for serve_probe.py. Exit status: 0 when
@@ -34,7 +36,9 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "..", "examples", "python_service", "server.py")
@@ -64,22 +68,43 @@ def _per(run, key, over):
 
 
 def parse_variant(text, default_server=SERVER):
-    """'NAME=SPEC' -> dict(name, env, server, args); ValueError when malformed."""
+    """'NAME=SPEC' -> dict(name, env, wheel, server, args); ValueError when
+    malformed."""
     name, eq, spec = text.partition("=")
     if not eq or not name or not name.replace("-", "").replace("_", "").isalnum():
         raise ValueError(f"variant {text!r}: want NAME=SPEC, NAME of letters, digits, - and _")
-    env, server, args = {}, default_server, []
+    env, wheel, server, args = {}, None, default_server, []
     for word in shlex.split(spec):
         key, is_kv, value = word.partition("=")
         if word.startswith("-") or not is_kv:
             args.append(word)
         elif key == "server":
             server = value
+        elif key == "wheel":
+            wheel = value
         elif key.isidentifier():
             env[key] = value
         else:
             args.append(word)
-    return {"name": name, "env": env, "server": server, "args": args}
+    return {"name": name, "spec": spec.strip(), "env": env, "wheel": wheel, "server": server,
+            "args": args}
+
+
+def unpack_wheels(variants, into):
+    """Unpacks each variant's wheel into a folder of ``into`` and puts it
+    first on that variant's PYTHONPATH. ValueError for a wheel that cannot be
+    read."""
+    for v in variants:
+        if v["wheel"] is None:
+            continue
+        site = os.path.join(into, v["name"])
+        try:
+            with zipfile.ZipFile(v["wheel"]) as z:
+                z.extractall(site)
+        except (OSError, zipfile.BadZipFile) as e:
+            raise ValueError(f"variant {v['name']}: wheel {v['wheel']}: {e}") from None
+        rest = v["env"].get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+        v["env"]["PYTHONPATH"] = site + (os.pathsep + rest if rest else "")
 
 
 def order(variants, rnd):
@@ -135,9 +160,7 @@ def report(names, connections, summary, variants):
     o = ["# Variants side by side (`bench/serve_ab.py`): medians over the rounds, "
          "(min..max) where they differ", ""]
     for v in variants:
-        spec = " ".join([f"{k}={val}" for k, val in v["env"].items()] +
-                        ([f"server={v['server']}"] if v["server"] != SERVER else []) + v["args"])
-        o.append(f"- `{v['name']}`: {spec or '(the server as it is)'}")
+        o.append(f"- `{v['name']}`: {v['spec'] or '(the server as it is)'}")
     o.append("")
     head = ["variant", "connections", "runs", f"requests/s / {base}'s"] + [c[0] for c in COLUMNS]
     o.append("| " + " | ".join(head) + " |")
@@ -200,6 +223,11 @@ def main(argv=None):
     if a.rounds < 1 or any(c < 1 for c in connections):
         ap.error("--rounds and each of --connections must be at least 1")
     os.makedirs(a.out, exist_ok=True)
+    sites = tempfile.TemporaryDirectory(prefix="serve_ab-")
+    try:
+        unpack_wheels(variants, sites.name)
+    except ValueError as e:
+        ap.error(str(e))
     runs = {}
     for rnd in range(a.rounds):
         for c in connections:
@@ -214,6 +242,7 @@ def main(argv=None):
                     f.write(report(names, connections, summary, variants))
                 with open(os.path.join(a.out, "ab.json"), "w") as f:
                     json.dump({str(c): rows for c, rows in summary.items()}, f, indent=1)
+    sites.cleanup()
     with open(os.path.join(a.out, "ab.md")) as f:
         sys.stdout.write(f.read())
     return 1 if any("error" in x for x in runs.values()) else 0

@@ -5,7 +5,9 @@ medians, spreads and per-round ratios to the first variant; failed runs
 reported, not counted."""
 import os
 import sys
+import tempfile
 import unittest
+import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -32,9 +34,28 @@ class Variants(unittest.TestCase):
         self.assertEqual(v["server"], "/t/server.py")
         self.assertEqual(v["args"], ["--wait", "cudaev", "--layers=64,256,16"])
 
+    def test_a_wheel_is_unpacked_and_put_first_on_the_variants_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            whl = os.path.join(d, "cudaev-0-cp311-abi3-linux_x86_64.whl")
+            with zipfile.ZipFile(whl, "w") as z:
+                z.writestr("cudaev/__init__.py", "MARK = 1\n")
+            vs = [ab.parse_variant(f"old=wheel={whl} PYTHONPATH=/keep --wait cudaev"),
+                  ab.parse_variant("new=--wait cudaev")]
+            self.assertEqual(vs[0]["wheel"], whl)
+            ab.unpack_wheels(vs, d)
+            site = os.path.join(d, "old")
+            self.assertEqual(vs[0]["env"]["PYTHONPATH"], site + os.pathsep + "/keep")
+            self.assertTrue(os.path.isfile(os.path.join(site, "cudaev", "__init__.py")))
+            self.assertNotIn("PYTHONPATH", vs[1]["env"])
+            md = ab.report(["old", "new"], [1], ab.summarize(["old", "new"], [1], {}), vs)
+            self.assertIn(f"- `old`: wheel={whl} PYTHONPATH=/keep --wait cudaev", md)
+            bad = [ab.parse_variant(f"x=wheel={os.path.join(d, 'missing.whl')}")]
+            with self.assertRaises(ValueError):
+                ab.unpack_wheels(bad, d)
+
     def test_an_empty_spec_is_the_server_as_it_is(self):
         v = ab.parse_variant("base=")
-        self.assertEqual((v["env"], v["server"], v["args"]), ({}, ab.SERVER, []))
+        self.assertEqual((v["env"], v["wheel"], v["server"], v["args"]), ({}, None, ab.SERVER, []))
 
     def test_malformed_names_are_refused(self):
         for bad in ("--wait poll", "=--wait poll", "a b=--wait poll", "x/y=--wait poll"):

@@ -38,6 +38,14 @@
 #             256 and 4096 connections, about 3 minutes; SERVE_* apply) into
 #             OUT/serve-py; needs python3 with torch, aiohttp, uvloop, numpy
 #   servepy   bench/serve_py.sh alone (pyservice without its GPU tests)
+#   ab        bench/serve_ab.py: the Python service in the variants AB_VARIANTS
+#             names (shell words NAME=SPEC; default the three --wait modes;
+#             SPEC may name wheel=PATH, an older cudaev wheel, or server=PATH,
+#             an older tree's server.py) at AB_CONNECTIONS (default 1,16),
+#             AB_ROUNDS rounds (default 2), AB_SERVER_ARGS for every variant
+#             (default --workers 4 --deadline-ms 30000), the carried wheel first
+#             on the path;
+#             the table in OUT/ab.md, every run's files in OUT/ab.tgz
 #   decode    bench/decode_load.py: the decode loop (POST /v1/generate) per
 #             --wait mode at 1, 16 and 64 streams of 256 tokens, every answer
 #             checked against torch one request at a time (about 3 minutes)
@@ -215,6 +223,17 @@ for part in "$@"; do
       ;;
     servepy)
       serve_py
+      ;;
+    ab)
+      eval "variants=(${AB_VARIANTS:-cudaev='--wait cudaev' executor='--wait executor' poll='--wait poll'})"
+      PYTHONPATH=$(py_site)${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 \
+        WRK=${WRK:-$PWD/.device/wrk/wrk} python3 bench/serve_ab.py --out "$out/ab" \
+        --connections "${AB_CONNECTIONS:-1,16}" --rounds "${AB_ROUNDS:-2}" \
+        --server-args "${AB_SERVER_ARGS:---workers 4 --deadline-ms 30000}" "${variants[@]}" \
+        >"$logs/ab.txt" 2>&1
+      note "serve_ab: exit $? (1: some runs did not measure)"
+      cp "$out/ab/ab.md" "$out/ab.md" 2>/dev/null && grep -E '^\| ' "$out/ab.md" | tee -a "$summary" >/dev/null
+      tar czf "$out/ab.tgz" -C "$out" ab && rm -rf "$out/ab"
       ;;
     decode)
       PYTHONPATH=$(py_site)${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 \
