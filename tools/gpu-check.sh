@@ -44,8 +44,7 @@
 #             an older tree's server.py) at AB_CONNECTIONS (default 1,16),
 #             AB_ROUNDS rounds (default 2), AB_SERVER_ARGS for every variant
 #             (default --workers 4 --deadline-ms 30000), the carried wheel first
-#             on the path;
-#             the table in OUT/ab.md, every run's files in OUT/ab.tgz
+#             on the path; the table in OUT/ab.md, every run's files in OUT/ab.tgz
 #   decode    bench/decode_load.py: the decode loop (POST /v1/generate) per
 #             --wait mode at 1, 16 and 64 streams of 256 tokens, every answer
 #             checked against torch one request at a time (about 3 minutes)
