@@ -181,16 +181,24 @@ def t_soak_faults(args):
             """Whether an exchange that began at `since` and failed at `now`
             overlapped the restart: the sticky fault sent, the new process
             up. A connection open across the exec is closed by it, however
-            long its client then waits before it uses it again."""
+            long its client then waits before it uses it again. For a
+            keep-alive connection `since` is when its last answered request
+            was sent: sent before the new process was up, its answer may be
+            the old process's however late a starved client thread read it
+            (under a sanitizer, seconds), and the connection the old one's."""
             a, b = restart_window
             return a is not None and now >= a and (b is None or since <= b)
 
         def good(seed):
             rng = random.Random(seed)
             c = s.conn()
-            last = time.monotonic()  # this connection's last answer (or its opening)
+            # When this connection's last answered request was sent (or when
+            # it was opened): what the server had done by then, not when a
+            # starved client thread got round to reading the answer.
+            last = time.monotonic()
             while not stop.is_set():
                 x = rand_input(s.model, rng)
+                sent = time.monotonic()
                 try:
                     st, _, y, body, _ = s.infer(x, raw=rng.random() < 0.3, conn=c)
                 except (http.client.HTTPException, OSError) as e:
@@ -204,7 +212,7 @@ def t_soak_faults(args):
                     c = s.conn()
                     last = time.monotonic()
                     continue
-                last = time.monotonic()
+                last = sent
                 note("good")
                 if st == 200:
                     note("200")
@@ -217,6 +225,7 @@ def t_soak_faults(args):
                     if st == 503 or b"deadline" not in body:
                         c.close()
                         c = s.conn()
+                        last = time.monotonic()
                 else:
                     errors.append(f"good client: {st} {body[:100]!r}")
             c.close()
