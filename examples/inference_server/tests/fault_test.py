@@ -191,11 +191,17 @@ def t_soak_faults(args):
 
         def good(seed):
             rng = random.Random(seed)
-            c = s.conn()
-            # When this connection's last answered request was sent (or when
-            # it was opened): what the server had done by then, not when a
-            # starved client thread got round to reading the answer.
-            last = time.monotonic()
+
+            def reconnect(old=None):
+                """A new connection, and its age: when it was opened."""
+                if old is not None:
+                    old.close()
+                return s.conn(), time.monotonic()
+
+            # `last`: when this connection's last answered request was sent
+            # (or when it was opened): what the server had done by then, not
+            # when a starved client thread got round to reading the answer.
+            c, last = reconnect()
             while not stop.is_set():
                 x = rand_input(s.model, rng)
                 sent = time.monotonic()
@@ -208,9 +214,7 @@ def t_soak_faults(args):
                     now = time.monotonic()
                     if not across_restart(last, now) and now - last < idle_s - 1:
                         errors.append(f"good client: {e!r} outside the restart")
-                    c.close()
-                    c = s.conn()
-                    last = time.monotonic()
+                    c, last = reconnect(c)
                     continue
                 last = sent
                 note("good")
@@ -223,9 +227,7 @@ def t_soak_faults(args):
                 elif st in (503, 504):
                     note(str(st))
                     if st == 503 or b"deadline" not in body:
-                        c.close()
-                        c = s.conn()
-                        last = time.monotonic()
+                        c, last = reconnect(c)
                 else:
                     errors.append(f"good client: {st} {body[:100]!r}")
             c.close()
