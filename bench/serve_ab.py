@@ -154,8 +154,9 @@ def _cell(t, fmt):
     return f"{fmt.format(med)} ({fmt.format(lo)}..{fmt.format(hi)})"
 
 
-def report(names, connections, summary, variants):
+def report(connections, summary, variants):
     """The markdown table of ``summarize``'s result."""
+    names = [v["name"] for v in variants]
     base = names[0]
     o = ["# Variants side by side (`bench/serve_ab.py`): medians over the rounds, "
          "(min..max) where they differ", ""]
@@ -239,7 +240,7 @@ def main(argv=None):
                       f"({time.monotonic() - t0:.0f} s)", flush=True)
                 summary = summarize(names, connections, runs)
                 with open(os.path.join(a.out, "ab.md"), "w") as f:
-                    f.write(report(names, connections, summary, variants))
+                    f.write(report(connections, summary, variants))
                 with open(os.path.join(a.out, "ab.json"), "w") as f:
                     json.dump({str(c): rows for c, rows in summary.items()}, f, indent=1)
     sites.cleanup()
